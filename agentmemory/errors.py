@@ -1,0 +1,181 @@
+"""The error tree of agentmemory.
+
+Every error the library raises on purpose derives from :class:`AgentMemoryError`. Each message names
+the entry (``scope/name``), the value and the limit involved, and says what to do next, because the
+text reaches people and, through the tools, the model. Where a builtin fits, the error also derives
+from it (``KeyError`` for a missing entry, ``ValueError`` for bad input, ``TimeoutError`` for a held
+lock), so ``except ValueError`` keeps working for callers that know nothing of this library.
+
+The wording follows the Go module the contract comes from (reference/go-contract.md section 1.5).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AgentMemoryError",
+    "BudgetError",
+    "ConflictError",
+    "EmbedderMismatchError",
+    "EmptyQueryError",
+    "EntryTooLargeError",
+    "IndexOutOfStepError",
+    "InvalidEntryError",
+    "ManifestBaseError",
+    "NotFoundError",
+    "StoreLockedError",
+]
+
+
+class AgentMemoryError(Exception):
+    """Root of every error agentmemory raises on purpose."""
+
+
+class NotFoundError(AgentMemoryError, KeyError):
+    """No live entry ``scope/name``: never written, or forgotten (a tombstone counts as absent).
+
+    Attributes:
+        scope: the scope asked for.
+        name: the name asked for.
+    """
+
+    def __init__(self, scope: str, name: str) -> None:
+        self.scope = scope
+        self.name = name
+        super().__init__(f"agentmemory: no such entry: {scope}/{name}")
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0])
+
+
+class InvalidEntryError(AgentMemoryError, ValueError):
+    """An entry, scope, name or meta that breaks the rules of :func:`agentmemory.check_entry`.
+
+    The message starts ``agentmemory: invalid entry: `` and names the entry, the field and the
+    value. Nothing was written.
+
+    Attributes:
+        field: which part of the entry broke a rule: ``"scope"``, ``"name"``, ``"content"``,
+            ``"meta"`` or ``"query"``.
+        detail: the message without its ``agentmemory: invalid entry: `` prefix.
+    """
+
+    def __init__(self, detail: str, *, field: str = "") -> None:
+        self.field = field
+        self.detail = detail
+        super().__init__(f"agentmemory: invalid entry: {detail}")
+
+
+class EntryTooLargeError(AgentMemoryError, ValueError):
+    """Content over the store's ``max_entry_bytes``. Nothing was written.
+
+    Attributes:
+        scope, name: the entry.
+        size: the attempted content size in UTF-8 bytes.
+        limit: the store's bound in bytes.
+        stored: the size in bytes of the live entry, or ``None`` when there is none.
+    """
+
+    def __init__(self, scope: str, name: str, size: int, limit: int, stored: int | None) -> None:
+        self.scope = scope
+        self.name = name
+        self.size = size
+        self.limit = limit
+        self.stored = stored
+        msg = f"agentmemory: entry {scope}/{name} is {size} bytes, over the {limit} byte limit"
+        if stored is not None:
+            msg += f"; it holds {stored} bytes now"
+        super().__init__(msg + "; split it or trim it")
+
+
+class ConflictError(AgentMemoryError):
+    """A conditional write (``if_hash``) found another state than the one it expected.
+
+    Attributes:
+        scope, name: the entry.
+        want: the hash the caller required, ``""`` for "must not exist".
+        have: the hash the store holds, ``""`` when there is no live entry.
+    """
+
+    def __init__(self, scope: str, name: str, want: str, have: str) -> None:
+        self.scope = scope
+        self.name = name
+        self.want = want
+        self.have = have
+        key = f"{scope}/{name}"
+        if want == "":
+            msg = f"agentmemory: entry {key} already exists with hash {have}"
+        elif have == "":
+            msg = f"agentmemory: entry {key} no longer exists; expected hash {want}"
+        else:
+            msg = f"agentmemory: entry {key} has hash {have}, not {want}; read it again"
+        super().__init__(msg)
+
+
+class BudgetError(AgentMemoryError, ValueError):
+    """A render bound the block cannot meet, or a negative scope cap. No block is returned."""
+
+    def __init__(self, detail: str) -> None:
+        self.detail = detail
+        super().__init__(f"agentmemory: render bound is too small for the block: {detail}")
+
+
+class ManifestBaseError(AgentMemoryError, ValueError):
+    """A manifest delta whose base is not a manifest the reader holds."""
+
+    def __init__(self, detail: str) -> None:
+        self.detail = detail
+        super().__init__(
+            "agentmemory: manifest delta is not based on a manifest the reader holds: " + detail
+        )
+
+
+class StoreLockedError(AgentMemoryError, TimeoutError):
+    """Another writer held the store past the timeout; names the file and, where known, the holder.
+
+    Attributes:
+        path: the file or folder that is held.
+        holder: who holds it (for example ``"pid 4242 on host laptop"``), or ``""`` when unknown.
+    """
+
+    def __init__(self, path: str, holder: str = "", detail: str = "") -> None:
+        self.path = path
+        self.holder = holder
+        msg = f"agentmemory: store {path} is locked"
+        if holder:
+            msg += f" by {holder}"
+        if detail:
+            msg += f"; {detail}"
+        super().__init__(msg)
+
+
+class EmbedderMismatchError(AgentMemoryError, ValueError):
+    """A store opened with another embedder than the one its vectors were made with.
+
+    Attributes:
+        stored: the fingerprint recorded with the store.
+        given: the fingerprint of the embedder passed in.
+    """
+
+    def __init__(self, path: str, stored: str, given: str) -> None:
+        self.stored = stored
+        self.given = given
+        super().__init__(
+            f"agentmemory: store {path} was indexed with embedder {stored}, not {given}; "
+            "open it with that embedder, or open it with reindex=True (or call reindex()) "
+            "to rebuild the index with the new one"
+        )
+
+
+class EmptyQueryError(AgentMemoryError, ValueError):
+    """A search query that is empty or only white space. Nothing was searched."""
+
+    def __init__(self, query: str = "") -> None:
+        self.query = query
+        super().__init__("query is empty; give one or more words")
+
+
+class IndexOutOfStepError(AgentMemoryError):
+    """The vector index is out of step with the journal and could not be repaired on its own.
+
+    The message says what was found and how to repair it (usually ``reindex()``).
+    """

@@ -1,0 +1,144 @@
+"""MemStore: the in-memory reference store."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime
+from typing import Self
+
+from .entries import DEFAULT_MAX_ENTRY_BYTES, Change, Entry, check_scope, matches
+from .errors import NotFoundError
+from .store import plan_forget, plan_put
+
+__all__ = ["MemStore"]
+
+
+def utc_now() -> datetime:
+    """The default clock: the current time, aware, in UTC."""
+    return datetime.now(UTC)
+
+
+class MemStore:
+    """An in-memory :class:`~agentmemory.Store`: the reference for the contract and the store for
+    tests. Safe for concurrent use from several threads (one lock); nothing outlives the process.
+
+    Args:
+        max_entry_bytes: the content bound in UTF-8 bytes (default 4096); must be positive.
+        clock: returns the time stamped on writes (aware UTC); for tests that want a fixed one.
+            Times never go backwards in the journal: a clock that does is clamped.
+
+    Raises:
+        ValueError: ``max_entry_bytes`` under 1.
+    """
+
+    def __init__(
+        self,
+        *,
+        max_entry_bytes: int = DEFAULT_MAX_ENTRY_BYTES,
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        if max_entry_bytes < 1:
+            raise ValueError(f"max_entry_bytes is {max_entry_bytes}; it must be at least 1")
+        self._limit = max_entry_bytes
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._live: dict[tuple[str, str], Entry] = {}
+        self._journal: list[Change] = []
+
+    @property
+    def max_entry_bytes(self) -> int:
+        """The content bound in UTF-8 bytes."""
+        return self._limit
+
+    def _now(self) -> datetime:
+        now = self._clock()
+        if self._journal and self._journal[-1].at and now < self._journal[-1].at:
+            return self._journal[-1].at
+        return now
+
+    def get(self, scope: str, name: str) -> Entry:
+        """Return a copy of the live entry; raise :class:`NotFoundError` when there is none."""
+        with self._lock:
+            e = self._live.get((scope, name))
+            if e is None:
+                raise NotFoundError(scope, name)
+            return e.copy()
+
+    def list(self, scope: str) -> list[Entry]:
+        """Copies of the live entries of ``scope``, by name (byte order); ``[]`` when none."""
+        with self._lock:
+            found = [e for (s, _), e in self._live.items() if s == scope]
+        found.sort(key=lambda e: e.name.encode())
+        return [e.copy() for e in found]
+
+    def put(
+        self,
+        entry: Entry,
+        *,
+        if_hash: str | None = None,
+        based_on: str | None = None,
+        session: str | None = None,
+    ) -> Change:
+        """Create or replace the whole entry; see :meth:`agentmemory.Store.put`."""
+        with self._lock:
+            stored = self._live.get((entry.scope, entry.name)) if isinstance(entry, Entry) else None
+            change = plan_put(
+                entry,
+                stored,
+                limit=self._limit,
+                seq=len(self._journal) + 1,
+                now=self._now(),
+                if_hash=if_hash,
+                based_on=based_on,
+                session=session,
+            )
+            self._journal.append(change)
+            self._live[(entry.scope, entry.name)] = change.entry
+            return change.copy()
+
+    def forget(self, scope: str, name: str, *, session: str | None = None) -> Change:
+        """Write a tombstone; raise :class:`NotFoundError` when the entry is not live."""
+        with self._lock:
+            stored = self._live.get((scope, name))
+            if stored is None:
+                raise NotFoundError(scope, name)
+            change = plan_forget(
+                stored, seq=len(self._journal) + 1, now=self._now(), session=session
+            )
+            self._journal.append(change)
+            del self._live[(scope, name)]
+            return change.copy()
+
+    def search(self, scopes: Sequence[str], query: str, limit: int = 0) -> list[Entry]:
+        """Live entries matching ``query`` by :func:`agentmemory.matches`, scopes in the order
+        given and entries by name, at most ``limit`` when ``limit > 0``.
+
+        Raises :class:`~agentmemory.InvalidEntryError` for a scope that is not kebab-case.
+        """
+        for s in scopes:
+            check_scope(s)
+        out: list[Entry] = []
+        for s in scopes:
+            for e in self.list(s):
+                if matches(e, query):
+                    out.append(e)
+                    if 0 < limit <= len(out):
+                        return out
+        return out
+
+    def journal(self, after: int = 0) -> Iterator[Change]:
+        """Yield copies of the records with ``seq > after``, in order."""
+        with self._lock:
+            records = self._journal[max(after, 0) :]
+        for c in records:
+            yield c.copy()
+
+    def close(self) -> None:
+        """Nothing to release; present for the protocol."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
