@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
@@ -110,7 +111,7 @@ class MemStore:
             del self._live[(scope, name)]
             return change.copy()
 
-    def search(self, scopes: Sequence[str], query: str, limit: int = 0) -> list[Entry]:
+    def search(self, scopes: Sequence[str], query: str, limit: int = 0) -> builtins.list[Entry]:
         """Live entries matching ``query`` by :func:`agentmemory.matches`, scopes in the order
         given and entries by name, at most ``limit`` when ``limit > 0``.
 
@@ -118,7 +119,7 @@ class MemStore:
         """
         for s in scopes:
             check_scope(s)
-        out: list[Entry] = []
+        out: builtins.list[Entry] = []
         for s in scopes:
             for e in self.list(s):
                 if matches(e, query):

@@ -7,6 +7,7 @@ the live entry it read, then persists the result however it persists things.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Protocol, Self, runtime_checkable
@@ -60,7 +61,7 @@ class Store(Protocol):
         """Write a tombstone keeping the last content; raise ``NotFoundError`` when not live."""
         ...
 
-    def search(self, scopes: Sequence[str], query: str, limit: int = 0) -> list[Entry]:
+    def search(self, scopes: Sequence[str], query: str, limit: int = 0) -> builtins.list[Entry]:
         """Live entries of ``scopes`` matching ``query`` (see :func:`agentmemory.matches`), at most
         ``limit`` when ``limit > 0``."""
         ...

@@ -1,0 +1,34 @@
+# The two commands a newcomer needs: `make demo` (the main job on real data) and `make test`.
+# Both create .venv when it is missing and install the project into it; torch's CPU build is
+# installed first, so pip never resolves the multi-GB CUDA build on a machine without a GPU.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+TORCH_SPEC ?= torch==2.13.0
+STAMP := $(VENV)/.installed
+
+.PHONY: install test lint demo clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet "$(TORCH_SPEC)"
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy --strict agentmemory embedders recallers
+
+test: lint
+	$(BIN)/python -m pytest -q
+
+demo: $(STAMP)
+	$(BIN)/agentmemory demo
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,37 @@
+"""The conformance suite (agentmemory.testing) against every store, at two entry bounds."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from agentmemory import MemStore, Store
+from agentmemory.testing import CASES, Harness
+
+BOUNDS = [4096, 256]
+
+
+def mem_harness(tmp_path: Path, bound: int) -> Harness:
+    return Harness(new=lambda: MemStore(max_entry_bytes=bound))
+
+
+HARNESSES: dict[str, Callable[[Path, int], Harness]] = {
+    "mem": mem_harness,
+}
+
+
+@pytest.mark.parametrize("bound", BOUNDS, ids=lambda b: f"bound{b}")
+@pytest.mark.parametrize("store_kind", sorted(HARNESSES))
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.__name__.removeprefix("case_"))
+def test_conformance(
+    case: Callable[[Harness], None], store_kind: str, bound: int, tmp_path: Path
+) -> None:
+    case(HARNESSES[store_kind](tmp_path, bound))
+
+
+def test_harness_stores_satisfy_the_protocol(tmp_path: Path) -> None:
+    for kind, make in HARNESSES.items():
+        with make(tmp_path / kind, 4096).store() as st:
+            assert isinstance(st, Store), kind
