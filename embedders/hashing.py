@@ -1,0 +1,96 @@
+"""``HashingEmbedder``: deterministic feature hashing of words, no model, for tests and baselines."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from .protocol import l2_normalize
+
+__all__ = ["DEFAULT_HASHING_DIM", "HASHING_VERSION", "HashingEmbedder", "hashing_words"]
+
+DEFAULT_HASHING_DIM = 256
+"""Default number of hash buckets (vector dimensions) of ``HashingEmbedder``."""
+
+HASHING_VERSION = "blake2b-words-v1"
+"""Names the word splitting and hash function; part of the fingerprint. Change it whenever the
+vectors ``HashingEmbedder`` returns for some text change."""
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def hashing_words(text: str) -> list[str]:
+    """Split ``text`` into the features ``HashingEmbedder`` counts: runs of Unicode word
+    characters (letters, digits, underscore; regex ``\\w+``), case-folded with ``str.casefold``.
+
+    ``"The cat's MAT!"`` gives ``["the", "cat", "s", "mat"]``.
+    """
+    return _WORD.findall(text.casefold())
+
+
+@functools.lru_cache(maxsize=65536)
+def _bucket(word: str, dim: int) -> int:
+    # blake2b, not hash(): Python salts str hashes per process (PYTHONHASHSEED).
+    digest = hashlib.blake2b(word.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "little") % dim
+
+
+class HashingEmbedder:
+    """Feature hashing of words into ``dim`` buckets (the "hashing trick", Weinberger et al.,
+    ICML 2009, without the sign hash so that counts never cancel).
+
+    Each word of ``hashing_words(text)`` adds 1 to bucket ``blake2b-64(word) mod dim``; the counts
+    are then scaled to L2 norm 1. The vectors are the same in every process and on every machine.
+    Texts sharing no word have cosine 0 unless two of their words share a bucket.
+
+    A text with no word characters (``""``, ``"!?"``) has no features: its row is all zeros, not
+    unit length; its cosine to anything is 0 (or undefined, for stores that divide by norms).
+
+    ``name`` is ``"hashing:<dim>"``; ``embedders.get("hashing:<dim>")`` builds it. Stateless apart
+    from a shared word cache, so safe to call from several threads.
+
+    Raises ``ValueError`` when ``dim`` is not a positive integer.
+    """
+
+    def __init__(self, dim: int = DEFAULT_HASHING_DIM) -> None:
+        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
+            raise ValueError(
+                f"hashing embedder dim is {dim!r}; it must be a positive integer such as 256"
+            )
+        self._dim = dim
+
+    @property
+    def name(self) -> str:
+        """``"hashing:<dim>"``."""
+        return f"hashing:{self._dim}"
+
+    @property
+    def dim(self) -> int:
+        """Number of hash buckets, the width of each vector."""
+        return self._dim
+
+    @property
+    def fingerprint(self) -> str:
+        """``"hashing:<dim>:dim=<dim>:blake2b-words-v1"`` (see ``HASHING_VERSION``)."""
+        return f"{self.name}:dim={self._dim}:{HASHING_VERSION}"
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Return a ``(len(texts), dim)`` float32 array, rows L2-normalised (all-zero for a text
+        with no word; see the class docstring). Raises ``TypeError`` when an item is not a str."""
+        if isinstance(texts, str):
+            raise TypeError("embed takes a sequence of texts, not one str; wrap it in a list")
+        counts = np.zeros((len(texts), self._dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise TypeError(f"text {row} is a {type(text).__name__}, not a str")
+            for word in hashing_words(text):
+                counts[row, _bucket(word, self._dim)] += 1.0
+        return l2_normalize(counts).reshape(len(texts), self._dim)
+
+    def __repr__(self) -> str:
+        return f"HashingEmbedder(dim={self._dim})"
