@@ -33,6 +33,7 @@ __all__ = [
     "go_quote",
     "matches",
     "parse_time",
+    "suggest_name",
     "utf8_len",
     "valid_name",
 ]
@@ -253,14 +254,29 @@ def _invalid(detail: str, field: str) -> InvalidEntryError:
     return InvalidEntryError(detail, field=field)
 
 
+def suggest_name(s: str) -> str:
+    """Return a kebab-case name close to ``s`` (lowercased, other characters runs turned into single
+    hyphens, cut to 64 bytes), or ``"note"`` when nothing usable is left. For error messages."""
+    out = re.sub(r"[^a-z0-9]+", "-", s.lower()).strip("-")[:MAX_NAME_BYTES].strip("-")
+    return out or "note"
+
+
+def _not_kebab(what: str, value: object) -> str:
+    if isinstance(value, str):
+        return (
+            f"{what} {go_quote(value)} is not kebab-case ({_KEBAB_RULE}); "
+            f"use e.g. {go_quote(suggest_name(value))}"
+        )
+    return f"{what} {value!r} is a {type(value).__name__}, not kebab-case text"
+
+
 def check_scope(scope: object, *, what: str = "scope") -> str:
     """Return ``scope`` if it is kebab-case, else raise :class:`InvalidEntryError` naming it.
 
     ``what`` names the value in the message (``"scope"``, ``"read scope"``).
     """
     if not valid_name(scope):
-        shown = go_quote(scope) if isinstance(scope, str) else repr(scope)
-        raise _invalid(f"{what} {shown} is not kebab-case ({_KEBAB_RULE})", "scope")
+        raise _invalid(_not_kebab(what, scope), "scope")
     assert isinstance(scope, str)
     return scope
 
@@ -292,8 +308,7 @@ def check_entry(entry: Entry, limit: int = 0, stored: Entry | None = None) -> No
     """
     check_scope(entry.scope)
     if not valid_name(entry.name):
-        shown = go_quote(entry.name) if isinstance(entry.name, str) else repr(entry.name)
-        raise _invalid(f"name {shown} is not kebab-case ({_KEBAB_RULE})", "name")
+        raise _invalid(_not_kebab("name", entry.name), "name")
     key = f"{entry.scope}/{entry.name}"
     content = entry.content
     if not isinstance(content, str):
@@ -301,7 +316,7 @@ def check_entry(entry: Entry, limit: int = 0, stored: Entry | None = None) -> No
     if content == "":
         raise _invalid(f"{key} has no content; use forget to remove an entry", "content")
     if not _valid_unicode(content):
-        raise _invalid(f"{key} content is not valid UTF-8", "content")
+        raise _invalid(f"{key} content is not valid UTF-8; send text", "content")
     meta = entry.meta
     if meta is not None:
         if not isinstance(meta, Mapping):
@@ -310,8 +325,7 @@ def check_entry(entry: Entry, limit: int = 0, stored: Entry | None = None) -> No
         for k in sorted(meta, key=str):
             v = meta[k]
             if not valid_name(k):
-                shown = go_quote(k) if isinstance(k, str) else repr(k)
-                raise _invalid(f"{key} meta key {shown} is not kebab-case ({_KEBAB_RULE})", "meta")
+                raise _invalid(f"{key} " + _not_kebab("meta key", k), "meta")
             if k in RESERVED_META_KEYS:
                 raise _invalid(f"{key} meta key {go_quote(k)} is reserved; use another key", "meta")
             if not isinstance(v, str):
@@ -321,9 +335,11 @@ def check_entry(entry: Entry, limit: int = 0, stored: Entry | None = None) -> No
             if "\r" in v or "\n" in v:
                 raise _invalid(f"{key} meta {go_quote(k)} spans lines; a value is one line", "meta")
             if v != v.strip():
-                raise _invalid(f"{key} meta {go_quote(k)} has leading or trailing space", "meta")
+                raise _invalid(
+                    f"{key} meta {go_quote(k)} has leading or trailing space; trim it", "meta"
+                )
             if not _valid_unicode(v):
-                raise _invalid(f"{key} meta {go_quote(k)} is not valid UTF-8", "meta")
+                raise _invalid(f"{key} meta {go_quote(k)} is not valid UTF-8; send text", "meta")
             total += utf8_len(k) + utf8_len(v)
         if total > MAX_META_BYTES:
             raise _invalid(
