@@ -34,11 +34,13 @@ from .errors import (
     InvalidEntryError,
     ManifestBaseError,
     NotFoundError,
+    StoreFormatError,
     StoreLockedError,
 )
 from .journal import LostUpdate, lost_updates
 from .mem_store import MemStore
 from .session import current_session, session
+from .sqlite_store import SqliteStore
 from .store import Store
 
 __all__ = [
@@ -61,7 +63,9 @@ __all__ = [
     "ManifestBaseError",
     "MemStore",
     "NotFoundError",
+    "SqliteStore",
     "Store",
+    "StoreFormatError",
     "StoreLockedError",
     "check_entry",
     "content_hash",

@@ -22,6 +22,7 @@ __all__ = [
     "InvalidEntryError",
     "ManifestBaseError",
     "NotFoundError",
+    "StoreFormatError",
     "StoreLockedError",
 ]
 
@@ -127,6 +128,21 @@ class ManifestBaseError(AgentMemoryError, ValueError):
         super().__init__(
             "agentmemory: manifest delta is not based on a manifest the reader holds: " + detail
         )
+
+
+class StoreFormatError(AgentMemoryError, ValueError):
+    """A store file this code cannot read: not a database, a table of ours with other columns, a
+    schema from a newer version, or a journal record that does not decode. Nothing was written.
+
+    Attributes:
+        path: the file.
+        detail: what was found and what to do, without the ``agentmemory: store <path>`` prefix.
+    """
+
+    def __init__(self, path: str, detail: str) -> None:
+        self.path = path
+        self.detail = detail
+        super().__init__(f"agentmemory: store {path} cannot be read: {detail}")
 
 
 class StoreLockedError(AgentMemoryError, TimeoutError):

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from agentmemory import MemStore, Store
+from agentmemory import MemStore, SqliteStore, Store
 from agentmemory.testing import CASES, Harness
 
 BOUNDS = [4096, 256]
@@ -17,8 +18,22 @@ def mem_harness(tmp_path: Path, bound: int) -> Harness:
     return Harness(new=lambda: MemStore(max_entry_bytes=bound))
 
 
+def sqlite_harness(tmp_path: Path, bound: int) -> Harness:
+    made = itertools.count()
+
+    def new() -> Store:
+        return SqliteStore(tmp_path / f"store-{next(made)}.sqlite3", max_entry_bytes=bound)
+
+    def reopen(st: Store) -> Store:
+        assert isinstance(st, SqliteStore)
+        return SqliteStore(st.path, max_entry_bytes=st.max_entry_bytes)
+
+    return Harness(new=new, reopen=reopen)
+
+
 HARNESSES: dict[str, Callable[[Path, int], Harness]] = {
     "mem": mem_harness,
+    "sqlite": sqlite_harness,
 }
 
 

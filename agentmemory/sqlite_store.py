@@ -1,0 +1,652 @@
+"""SqliteStore: live entries and an append-only journal in one sqlite file.
+
+The layout follows the Go module's sqlite store (reference/go-contract.md section 7), so a database
+can be dumped to a ``journal.jsonl`` the Go file store reads:
+
+* ``memory_entries(scope, name, content, meta, hash, updated)``: one row per live entry; ``meta`` is
+  JSON text (``"{}"`` when empty), ``updated`` RFC 3339 with nanosecond precision, UTC.
+* ``memory_journal(seq, scope, name, line)``: one row per change; ``line`` is the record as
+  :func:`agentmemory.journal.encode_change` writes it, and the ``seq`` column is authoritative.
+* ``store_state(key, value)``: small text values that components keep beside the journal (a vector
+  index cursor, an embedder fingerprint), read and written with :meth:`SqliteStore.get_state` and
+  :meth:`SqliteStore.set_state`.
+* ``store_schema(version, name, applied)``: the numbered migrations applied to the file.
+
+Every write is one ``BEGIN IMMEDIATE`` transaction that reads the stored row, runs the write rule
+(:func:`agentmemory.store.plan_put` / :func:`~agentmemory.store.plan_forget`), upserts or deletes
+the row, appends the journal record with ``seq = MAX(seq) + 1``, and calls
+:meth:`SqliteStore._apply_in_txn`. WAL mode and ``synchronous=NORMAL``: a committed write survives
+the writer process being killed (not necessarily a power cut). Several processes may write one
+file: sqlite's write lock serialises them, so ``seq`` stays contiguous.
+
+Extension points (private, but kept stable for the components of this library that build on it):
+
+* :data:`MIGRATIONS` is the numbered list of schema steps. A component that needs its own tables
+  (for example an FTS5 lexical index, ``m002_lexical_index``) appends a :class:`Migration` with the
+  next version, or a subclass sets ``_migrations`` to a longer tuple.
+* :meth:`SqliteStore._apply_in_txn` runs inside every write transaction, after the row and the
+  journal record are written, for ``put``, ``forget`` and each entry of ``put_many``. Overriding it
+  keeps a derived table in step with the entries in the same transaction; raising from it rolls
+  the whole write back.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import ClassVar, Self
+
+from .entries import (
+    DEFAULT_MAX_ENTRY_BYTES,
+    Change,
+    Entry,
+    check_entry,
+    check_scope,
+    format_time,
+    matches,
+    parse_time,
+)
+from .errors import AgentMemoryError, NotFoundError, StoreFormatError, StoreLockedError
+from .journal import decode_change, encode_change
+from .mem_store import utc_now
+from .store import plan_forget, plan_put
+
+__all__ = ["DEFAULT_BUSY_TIMEOUT_S", "MIGRATIONS", "Migration", "SqliteStore"]
+
+DEFAULT_BUSY_TIMEOUT_S = 5.0
+"""How long a write waits for another writer's lock before :class:`StoreLockedError`, in seconds
+(the Go store's ``busy_timeout 5000``, reference/go-contract.md 7)."""
+
+JOURNAL_PAGE_ROWS = 256
+"""Journal rows read per query by :meth:`SqliteStore.journal`; no transaction stays open between
+pages, so a slow reader never holds the database."""
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    """One numbered schema step, applied once per database inside the schema transaction.
+
+    Attributes:
+        version: 1, 2, 3, ... in order; recorded in ``store_schema``.
+        name: ``m<version as 3 digits>_<what>``, for example ``m001_initial``.
+        apply: runs the DDL on the connection (a transaction is open; do not commit).
+        tables: each table (or virtual table) the step creates, with its column names in order.
+            Before the step runs, a table of that name that already exists must have exactly those
+            columns (it is then adopted, for example from a database the Go module made); any
+            other columns fail the open with :class:`~agentmemory.StoreFormatError`.
+    """
+
+    version: int
+    name: str
+    apply: Callable[[sqlite3.Connection], None]
+    tables: Mapping[str, tuple[str, ...]]
+
+
+def _m001_initial(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS memory_entries ("
+        " scope TEXT NOT NULL, name TEXT NOT NULL, content TEXT NOT NULL, meta TEXT NOT NULL,"
+        " hash TEXT NOT NULL, updated TEXT NOT NULL, PRIMARY KEY (scope, name)) STRICT"
+    )
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS memory_journal ("
+        " seq INTEGER PRIMARY KEY, scope TEXT NOT NULL, name TEXT NOT NULL, line TEXT NOT NULL)"
+        " STRICT"
+    )
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS memory_journal_entry ON memory_journal (scope, name, seq)"
+    )
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS store_state (key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT"
+    )
+
+
+MIGRATIONS: builtins.list[Migration] = [
+    Migration(
+        1,
+        "m001_initial",
+        _m001_initial,
+        {
+            "memory_entries": ("scope", "name", "content", "meta", "hash", "updated"),
+            "memory_journal": ("seq", "scope", "name", "line"),
+            "store_state": ("key", "value"),
+        },
+    ),
+]
+"""The schema steps in order. Append new ones; never edit or reorder an applied one."""
+
+_SCHEMA_TABLE = "store_schema"
+_SCHEMA_COLUMNS = ("version", "name", "applied")
+
+
+def _is_busy(err: sqlite3.Error) -> bool:
+    code = getattr(err, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    text = str(err).lower()
+    return "locked" in text or "busy" in text
+
+
+def _meta_json(meta: Mapping[str, str] | None) -> str:
+    return json.dumps(dict(sorted((meta or {}).items())), ensure_ascii=False, separators=(",", ":"))
+
+
+def _row_entry(scope: str, name: str, content: str, meta: str, hash_: str, updated: str) -> Entry:
+    m = json.loads(meta) if meta else None
+    return Entry(
+        scope=scope,
+        name=name,
+        content=content,
+        meta=dict(m) if m else None,
+        hash=hash_,
+        updated=parse_time(updated),
+    )
+
+
+class SqliteStore:
+    """A :class:`~agentmemory.Store` in one sqlite file: live entries plus an append-only journal.
+
+    Safe for several threads (one writer connection behind a lock, one reader connection behind
+    another) and for several processes on one machine (sqlite's file lock; WAL lets readers go on
+    while one process writes). Reads never wait for writers.
+
+    Args:
+        path: the database file; created, with its parent folder, when missing.
+        max_entry_bytes: the content bound in UTF-8 bytes (default 4096); must be positive. It is
+            a property of the handle, not of the file.
+        busy_timeout_s: how long, in seconds, a write (and the schema step on open) waits for
+            another writer's lock before raising :class:`~agentmemory.StoreLockedError`.
+        clock: returns the time stamped on writes (aware UTC). Stored times have microsecond
+            precision, and never go backwards along ``seq``: a clock behind the last record is
+            clamped to that record's ``at``.
+
+    Raises:
+        ValueError: ``max_entry_bytes`` under 1 or ``busy_timeout_s`` negative.
+        StoreLockedError: another process held the file for longer than ``busy_timeout_s`` while
+            the schema had to be created or migrated.
+        StoreFormatError: the file is not an sqlite database, holds a table of ours with other
+            columns, or was migrated by a newer version of agentmemory.
+    """
+
+    _migrations: ClassVar[Sequence[Migration]] = MIGRATIONS
+    _journal_page_rows: ClassVar[int] = JOURNAL_PAGE_ROWS
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        max_entry_bytes: int = DEFAULT_MAX_ENTRY_BYTES,
+        busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        if max_entry_bytes < 1:
+            raise ValueError(f"max_entry_bytes is {max_entry_bytes}; it must be at least 1")
+        if busy_timeout_s < 0:
+            raise ValueError(f"busy_timeout_s is {busy_timeout_s}; it must be 0 or more seconds")
+        self._path = Path(path)
+        self._limit = max_entry_bytes
+        self._timeout_s = float(busy_timeout_s)
+        self._clock = clock
+        self._wlock = threading.RLock()
+        self._rlock = threading.Lock()
+        self._closed = False
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        self._writer = self._connect()
+        try:
+            self._configure()
+            self._migrate()
+            self._reader = self._connect()
+        except BaseException:
+            self._writer.close()
+            raise
+
+    # -- properties -------------------------------------------------------------------------
+
+    @property
+    def path(self) -> Path:
+        """The database file."""
+        return self._path
+
+    @property
+    def max_entry_bytes(self) -> int:
+        """The content bound in UTF-8 bytes."""
+        return self._limit
+
+    # -- connections, transactions and the schema --------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(
+            str(self._path),
+            timeout=self._timeout_s,
+            isolation_level=None,
+            check_same_thread=False,
+        )
+        conn.execute(f"PRAGMA busy_timeout = {int(self._timeout_s * 1000)}")
+        return conn
+
+    def _locked(self, err: sqlite3.Error) -> StoreLockedError:
+        return StoreLockedError(
+            str(self._path),
+            detail=(
+                f"another writer held it for over {self._timeout_s:g} s ({err}); "
+                "retry later, or open the store with a longer busy_timeout_s"
+            ),
+        )
+
+    def _format_error(self, detail: str) -> StoreFormatError:
+        return StoreFormatError(str(self._path), detail)
+
+    def _configure(self) -> None:
+        # The busy timeout is set first (in _connect), then WAL, as the Go store does. Changing
+        # the journal mode of a fresh file needs a lock another opener may hold: retry until the
+        # busy timeout is spent.
+        deadline = time.monotonic() + self._timeout_s
+        pause = 0.01
+        while True:
+            try:
+                self._writer.execute("PRAGMA journal_mode = WAL").fetchall()
+                self._writer.execute("PRAGMA synchronous = NORMAL")
+                return
+            except sqlite3.DatabaseError as err:
+                if isinstance(err, sqlite3.OperationalError) and _is_busy(err):
+                    if time.monotonic() >= deadline:
+                        raise self._locked(err) from err
+                    time.sleep(pause)
+                    pause = min(pause * 2, 0.25)
+                    continue
+                raise self._format_error(f"it is not an sqlite database ({err})") from err
+
+    def _applied(self, conn: sqlite3.Connection) -> dict[int, str] | None:
+        """Versions and names in ``store_schema``, or ``None`` when the table does not exist."""
+        if not self._table_columns(conn, _SCHEMA_TABLE):
+            return None
+        return {int(v): str(n) for v, n in conn.execute("SELECT version, name FROM store_schema")}
+
+    @staticmethod
+    def _table_columns(conn: sqlite3.Connection, table: str) -> tuple[str, ...]:
+        rows = conn.execute("SELECT name FROM pragma_table_info(?)", (table,)).fetchall()
+        return tuple(str(r[0]) for r in rows)
+
+    def _check_table(self, conn: sqlite3.Connection, table: str, want: tuple[str, ...]) -> None:
+        have = self._table_columns(conn, table)
+        if have and have != want:
+            raise self._format_error(
+                f"{table} has columns ({', '.join(have)}), not ({', '.join(want)}); "
+                "the file was not made by agentmemory: open another file"
+            )
+
+    def _pending(self, applied: Mapping[int, str]) -> builtins.list[Migration]:
+        known = {m.version: m for m in self._migrations}
+        for version, name in sorted(applied.items()):
+            m = known.get(version)
+            if m is None:
+                raise self._format_error(
+                    f"its schema has step {name} (version {version}), which this version of "
+                    "agentmemory does not know; upgrade agentmemory to open it"
+                )
+            if m.name != name:
+                raise self._format_error(
+                    f"its schema step {version} is {name}, not {m.name}; it was made by another "
+                    "version of agentmemory"
+                )
+        return [m for m in self._migrations if m.version not in applied]
+
+    def _migrate(self) -> None:
+        """Apply the pending migrations in one immediate transaction (skipped when none are)."""
+        try:
+            applied = self._applied(self._writer)
+        except sqlite3.DatabaseError as err:
+            if isinstance(err, sqlite3.OperationalError) and _is_busy(err):
+                raise self._locked(err) from err
+            raise self._format_error(f"it is not an sqlite database ({err})") from err
+        if applied is not None and not self._pending(applied):
+            return
+        with self._transaction() as conn:
+            self._check_table(conn, _SCHEMA_TABLE, _SCHEMA_COLUMNS)
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS store_schema ("
+                " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied TEXT NOT NULL) STRICT"
+            )
+            for m in self._pending(self._applied(conn) or {}):
+                for table, columns in m.tables.items():
+                    self._check_table(conn, table, tuple(columns))
+                m.apply(conn)
+                conn.execute(
+                    "INSERT INTO store_schema (version, name, applied) VALUES (?, ?, ?)",
+                    (m.version, m.name, format_time(utc_now())),
+                )
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise AgentMemoryError(
+                f"agentmemory: store {self._path} is closed; open a new SqliteStore to use it"
+            )
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """Hold the writer lock and one ``BEGIN IMMEDIATE`` transaction; commit on a clean exit,
+        roll back on an exception. Raises :class:`StoreLockedError` when another writer holds
+        the file past the busy timeout."""
+        with self._wlock:
+            self._check_open()
+            conn = self._writer
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as err:
+                if _is_busy(err):
+                    raise self._locked(err) from err
+                raise
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            try:
+                conn.execute("COMMIT")
+            except sqlite3.OperationalError as err:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                if _is_busy(err):
+                    raise self._locked(err) from err
+                raise
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        with self._rlock:
+            self._check_open()
+            try:
+                yield self._reader
+            except sqlite3.OperationalError as err:
+                if _is_busy(err):
+                    raise self._locked(err) from err
+                raise
+
+    # -- the write path ----------------------------------------------------------------------
+
+    def _apply_in_txn(self, conn: sqlite3.Connection, change: Change) -> None:
+        """Extension point: keep derived state in step with one change, in its transaction.
+
+        Called inside the write's ``BEGIN IMMEDIATE`` transaction on ``conn`` (do not commit),
+        after the ``memory_entries`` row was upserted (or deleted, when ``change.entry.deleted``)
+        and the journal row with ``change.seq`` appended; once per entry for ``put_many``.
+        Raising rolls the whole write back (nothing is written and the error reaches the
+        caller). Does nothing here; a lexical index overrides it to upsert or delete its row.
+        """
+
+    def _stored(self, conn: sqlite3.Connection, scope: str, name: str) -> Entry | None:
+        row = conn.execute(
+            "SELECT content, meta, hash, updated FROM memory_entries WHERE scope = ? AND name = ?",
+            (scope, name),
+        ).fetchone()
+        if row is None:
+            return None
+        return _row_entry(scope, name, *row)
+
+    def _tail(self, conn: sqlite3.Connection) -> tuple[int, datetime | None]:
+        """The last record's seq (0 when the journal is empty) and its ``at``."""
+        row = conn.execute(
+            "SELECT seq, line FROM memory_journal ORDER BY seq DESC LIMIT 1"
+        ).fetchone()
+        if row is None:
+            return 0, None
+        try:
+            at = json.loads(row[1]).get("at")
+            return int(row[0]), parse_time(at) if isinstance(at, str) else None
+        except ValueError:
+            return int(row[0]), None
+
+    def _now(self, last_at: datetime | None) -> datetime:
+        now = parse_time(format_time(self._clock()))  # what the journal line will say
+        if last_at is not None and now < last_at:
+            return last_at
+        return now
+
+    def _write(self, conn: sqlite3.Connection, change: Change) -> None:
+        e = change.entry
+        if e.deleted:
+            conn.execute(
+                "DELETE FROM memory_entries WHERE scope = ? AND name = ?", (e.scope, e.name)
+            )
+        else:
+            assert e.updated is not None
+            conn.execute(
+                "INSERT INTO memory_entries (scope, name, content, meta, hash, updated)"
+                " VALUES (?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (scope, name) DO UPDATE SET content = excluded.content,"
+                " meta = excluded.meta, hash = excluded.hash, updated = excluded.updated",
+                (e.scope, e.name, e.content, _meta_json(e.meta), e.hash, format_time(e.updated)),
+            )
+        conn.execute(
+            "INSERT INTO memory_journal (seq, scope, name, line) VALUES (?, ?, ?, ?)",
+            (change.seq, e.scope, e.name, encode_change(change)),
+        )
+        self._apply_in_txn(conn, change)
+
+    def put(
+        self,
+        entry: Entry,
+        *,
+        if_hash: str | None = None,
+        based_on: str | None = None,
+        session: str | None = None,
+    ) -> Change:
+        """Create or replace the whole entry and return the journal record it appended.
+
+        One ``BEGIN IMMEDIATE`` transaction; see :meth:`agentmemory.Store.put` for the rule.
+
+        Raises:
+            InvalidEntryError: the entry breaks a rule of :func:`agentmemory.check_entry`
+                (checked before the lock is taken).
+            EntryTooLargeError: content over ``max_entry_bytes``.
+            ConflictError: ``if_hash`` is not the stored hash (``""``: the entry must not exist).
+            StoreLockedError: another writer held the file for over ``busy_timeout_s``.
+        A refused put writes nothing.
+        """
+        check_entry(entry)
+        with self._transaction() as conn:
+            seq, last_at = self._tail(conn)
+            change = plan_put(
+                entry,
+                self._stored(conn, entry.scope, entry.name),
+                limit=self._limit,
+                seq=seq + 1,
+                now=self._now(last_at),
+                if_hash=if_hash,
+                based_on=based_on,
+                session=session,
+            )
+            self._write(conn, change)
+        return change.copy()
+
+    def put_many(self, entries: Iterable[Entry], *, session: str | None = None) -> list[Change]:
+        """Put every entry unconditionally in ONE transaction, for bulk import; all or nothing.
+
+        Each entry is checked (:func:`agentmemory.check_entry`, then the size bound against the
+        entry stored at that point) before anything is written, and the records are returned in
+        the order given, with consecutive ``seq``. A name given twice is written twice (the
+        second record replaces the first). An empty iterable writes nothing and returns ``[]``.
+
+        Raises:
+            InvalidEntryError, EntryTooLargeError: the first entry that breaks a rule; nothing is
+                written.
+            StoreLockedError: another writer held the file for over ``busy_timeout_s``.
+        """
+        batch = builtins.list(entries)
+        for e in batch:
+            check_entry(e)
+        if not batch:
+            return []
+        with self._transaction() as conn:
+            seq, last_at = self._tail(conn)
+            now = self._now(last_at)
+            live: dict[tuple[str, str], Entry | None] = {}
+            for e in batch:
+                k = (e.scope, e.name)
+                if k not in live:
+                    live[k] = self._stored(conn, e.scope, e.name)
+                check_entry(e, self._limit, live[k])
+                live[k] = e
+            changes: builtins.list[Change] = []
+            live.clear()
+            for e in batch:
+                k = (e.scope, e.name)
+                if k not in live:
+                    live[k] = self._stored(conn, e.scope, e.name)
+                seq += 1
+                change = plan_put(e, live[k], limit=self._limit, seq=seq, now=now, session=session)
+                live[k] = change.entry
+                self._write(conn, change)
+                changes.append(change)
+        return [c.copy() for c in changes]
+
+    def forget(self, scope: str, name: str, *, session: str | None = None) -> Change:
+        """Write a tombstone (the last content and meta, ``deleted=True``) and return its record.
+
+        Raises:
+            NotFoundError: no live entry ``scope/name``; nothing is written.
+            StoreLockedError: another writer held the file for over ``busy_timeout_s``.
+        """
+        with self._transaction() as conn:
+            stored = self._stored(conn, scope, name)
+            if stored is None:
+                raise NotFoundError(scope, name)
+            seq, last_at = self._tail(conn)
+            change = plan_forget(stored, seq=seq + 1, now=self._now(last_at), session=session)
+            self._write(conn, change)
+        return change.copy()
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def get(self, scope: str, name: str) -> Entry:
+        """Return the live entry; raise :class:`~agentmemory.NotFoundError` when there is none."""
+        with self._read() as conn:
+            e = self._stored(conn, scope, name)
+        if e is None:
+            raise NotFoundError(scope, name)
+        return e
+
+    def list(self, scope: str) -> builtins.list[Entry]:
+        """The live entries of ``scope`` sorted by name (UTF-8 byte order); ``[]`` when none."""
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT name, content, meta, hash, updated FROM memory_entries"
+                " WHERE scope = ? ORDER BY name",
+                (scope,),
+            ).fetchall()
+        return [_row_entry(scope, *r) for r in rows]
+
+    def search(self, scopes: Sequence[str], query: str, limit: int = 0) -> builtins.list[Entry]:
+        """Live entries matching ``query`` by :func:`agentmemory.matches` (every word a
+        case-insensitive substring of name, meta values or content), scopes in the order given
+        and entries by name, at most ``limit`` when ``limit > 0``.
+
+        Raises :class:`~agentmemory.InvalidEntryError` for a scope that is not kebab-case.
+        """
+        for s in scopes:
+            check_scope(s)
+        out: builtins.list[Entry] = []
+        for s in scopes:
+            for e in self.list(s):
+                if matches(e, query):
+                    out.append(e)
+                    if 0 < limit <= len(out):
+                        return out
+        return out
+
+    def journal(self, after: int = 0) -> Iterator[Change]:
+        """Yield every record with ``seq > after`` in ``seq`` order.
+
+        Rows are read :data:`JOURNAL_PAGE_ROWS` at a time and no transaction is held between
+        pages, so a reader may stop early, resume later from the last ``seq`` it saw, and see
+        records appended while it iterates.
+
+        Raises:
+            StoreFormatError: a journal line that does not decode (naming its ``seq``).
+        """
+        cursor = max(after, 0)
+        while True:
+            with self._read() as conn:
+                rows = conn.execute(
+                    "SELECT seq, line FROM memory_journal WHERE seq > ? ORDER BY seq LIMIT ?",
+                    (cursor, self._journal_page_rows),
+                ).fetchall()
+            for seq, line in rows:
+                try:
+                    change = decode_change(line, seq=int(seq))
+                except (ValueError, TypeError, KeyError) as err:
+                    raise self._format_error(
+                        f"journal record {seq} does not decode ({err}); "
+                        "restore the file from a backup"
+                    ) from err
+                cursor = int(seq)
+                yield change
+            if len(rows) < self._journal_page_rows:
+                return
+
+    def last_seq(self) -> int:
+        """The highest ``seq`` in the journal; 0 when it is empty."""
+        with self._read() as conn:
+            row = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM memory_journal").fetchone()
+        return int(row[0])
+
+    # -- derived state -----------------------------------------------------------------------
+
+    def get_state(self, key: str) -> str | None:
+        """The value stored under ``key`` in ``store_state``, or ``None`` when there is none."""
+        with self._read() as conn:
+            row = conn.execute("SELECT value FROM store_state WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_state(self, key: str, value: str) -> None:
+        """Store ``value`` under ``key`` in ``store_state`` (its own immediate transaction).
+
+        For derived state other components keep beside the journal (a vector index cursor, an
+        embedder fingerprint). Writes no journal record.
+
+        Raises:
+            TypeError: ``key`` or ``value`` is not a ``str``.
+            StoreLockedError: another writer held the file for over ``busy_timeout_s``.
+        """
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise TypeError(
+                f"store state key and value must be str, got {type(key).__name__} "
+                f"and {type(value).__name__}"
+            )
+        with self._transaction() as conn:
+            conn.execute(
+                "INSERT INTO store_state (key, value) VALUES (?, ?)"
+                " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )
+
+    # -- lifetime ----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Run ``PRAGMA optimize`` and close the connections; idempotent. Later calls on the
+        store raise :class:`~agentmemory.AgentMemoryError`."""
+        with self._wlock, self._rlock:
+            if self._closed:
+                return
+            self._closed = True
+            with suppress(sqlite3.Error):  # optimize is advice; a busy file must not fail close
+                self._writer.execute("PRAGMA optimize")
+            self._reader.close()
+            self._writer.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"SqliteStore({str(self._path)!r}, max_entry_bytes={self._limit})"
