@@ -21,6 +21,7 @@ __all__ = [
     "IndexOutOfStepError",
     "InvalidEntryError",
     "ManifestBaseError",
+    "ManifestRecordError",
     "NotFoundError",
     "StoreFormatError",
     "StoreLockedError",
@@ -128,6 +129,15 @@ class ManifestBaseError(AgentMemoryError, ValueError):
         super().__init__(
             "agentmemory: manifest delta is not based on a manifest the reader holds: " + detail
         )
+
+
+class ManifestRecordError(AgentMemoryError, ValueError):
+    """A manifest record that cannot be read or folded: not JSON, a member of the wrong type, or a
+    delta whose operations do not fit the manifest it is based on, or whose result does not hash as
+    it says. Messages follow the Go module (reference/go-contract.md section 4): they start
+    ``agentmemory: manifest record:``, ``agentmemory: manifest delta:`` or ``agentmemory: manifest
+    delta entries|omitted: element <i> ...``. The manifest in force is unchanged.
+    """
 
 
 class StoreFormatError(AgentMemoryError, ValueError):

@@ -20,12 +20,23 @@ __all__ = [
     "decode_change",
     "encode_change",
     "encode_entry",
+    "go_json",
     "lost_updates",
 ]
 
 
-def _go_json(value: object) -> str:
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+def go_json(value: object, *, indent: int | None = None) -> str:
+    """Encode ``value`` as Go's ``encoding/json`` does: ``json.Marshal`` (compact) or, with
+    ``indent``, ``json.MarshalIndent(v, "", " " * indent)``.
+
+    Non-ASCII text stays raw; ``<``, ``>``, ``&``, U+2028 and U+2029 are escaped as ``\\u003c``,
+    ``\\u003e``, ``\\u0026``, ``\\u2028``, ``\\u2029`` (Go's HTML-safe default). Members keep
+    the order of the dict. No trailing newline.
+    """
+    if indent is None:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    else:
+        text = json.dumps(value, ensure_ascii=False, indent=indent, separators=(",", ": "))
     return (
         text.replace("<", "\\u003c")
         .replace(">", "\\u003e")
@@ -48,7 +59,7 @@ def _entry_dict(e: Entry) -> dict[str, Any]:
 
 def encode_entry(e: Entry) -> str:
     """Return ``e`` as Go's compact JSON (``scope, name, content, meta?, hash, updated, deleted?``)."""
-    return _go_json(_entry_dict(e))
+    return go_json(_entry_dict(e))
 
 
 def encode_change(c: Change) -> str:
@@ -59,7 +70,7 @@ def encode_change(c: Change) -> str:
         if v:
             d[k] = v
     d["at"] = format_time(c.at) if c.at else "0001-01-01T00:00:00Z"
-    return _go_json(d)
+    return go_json(d)
 
 
 def decode_change(line: str, *, seq: int | None = None) -> Change:
