@@ -15,6 +15,8 @@ __all__ = [
     "AgentMemoryError",
     "BudgetError",
     "ConflictError",
+    "DataNotFoundError",
+    "DownloadError",
     "EmbedderMismatchError",
     "EmptyQueryError",
     "EntryTooLargeError",
@@ -205,3 +207,37 @@ class IndexOutOfStepError(AgentMemoryError):
 
     The message says what was found and how to repair it (usually ``reindex()``).
     """
+
+
+class DataNotFoundError(AgentMemoryError, FileNotFoundError):
+    """An evaluation data set that is in none of the places looked at.
+
+    Attributes:
+        dataset: which set (``"locomo"``, ``"scifact"``).
+        looked: the paths tried, in order.
+        url: where the public file can be fetched.
+    """
+
+    def __init__(self, dataset: str, looked: list[str], url: str) -> None:
+        self.dataset = dataset
+        self.looked = looked
+        self.url = url
+        super().__init__(
+            f"agentmemory: no {dataset} data found (looked in {', '.join(looked)}); "
+            f"give its folder with --data, or fetch the public file ({url}) into the cache "
+            "with --download"
+        )
+
+
+class DownloadError(AgentMemoryError, OSError):
+    """A download that failed or did not match its expected SHA-256; nothing was left behind.
+
+    Attributes:
+        url: what was fetched.
+        detail: what went wrong (HTTP status, network error, the digests that differ).
+    """
+
+    def __init__(self, url: str, detail: str) -> None:
+        self.url = url
+        self.detail = detail
+        super().__init__(f"agentmemory: download of {url} failed: {detail}")
