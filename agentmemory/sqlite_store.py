@@ -348,7 +348,8 @@ class SqliteStore:
             try:
                 yield conn
             except BaseException:
-                conn.execute("ROLLBACK")
+                if conn.in_transaction:  # sqlite may have rolled back already (I/O error, full)
+                    conn.execute("ROLLBACK")
                 raise
             try:
                 conn.execute("COMMIT")
