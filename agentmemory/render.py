@@ -1,0 +1,327 @@
+"""Render: the bounded block of memory the model reads, byte for byte as the Go module writes it.
+
+The block is the request's prefix that prompt caches key on, and a session records it, so its bytes
+are a contract (reference/go-contract.md section 3). It is a title, one section per scope in the
+order given, one part per entry that fits (a heading with its size, the store's limit and its
+description, then its content), a line per scope naming what did not fit, and a summary line last::
+
+    # Memory
+
+    ## user
+
+    ### style (28 of 4096 bytes) — How the user likes answers
+
+    Short answers.
+
+    Code in Go.
+
+    ### timezone (13 of 4096 bytes)
+
+    Europe/London
+
+    Entries: 2 shown, 0 omitted. Block: 250 of 32768 bytes (32518 free). Entry limit: 4096 bytes.
+
+All sizes are UTF-8 bytes. The bound covers the whole joined block, and the block is never over it.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from .entries import Entry, check_scope, go_quote, utf8_len
+from .errors import BudgetError, InvalidEntryError
+from .manifest import OMIT_BUDGET, Manifest, ManifestEntry
+
+__all__ = [
+    "DEFAULT_MAX_TOTAL_BYTES",
+    "PART_SEPARATOR",
+    "SUMMARY_PART_ID",
+    "TITLE_PART_ID",
+    "Part",
+    "join_parts",
+    "part_id",
+    "render",
+    "render_parts",
+]
+
+DEFAULT_MAX_TOTAL_BYTES = 32 * 1024
+"""The bound :func:`render` starts with, in UTF-8 bytes: the whole block, headings and summary
+included (Go ``DefaultMaxTotalBytes``)."""
+
+PART_SEPARATOR = "\n\n"
+"""What joins the parts into the block: one blank line (Go ``PartSeparator``)."""
+
+TITLE_PART_ID = "memory"
+"""The ID of the block's first part, its title ``# Memory``, which no write changes."""
+
+SUMMARY_PART_ID = "memory:summary"
+"""The ID of the block's last part, the summary line, which every write changes."""
+
+_TITLE = "# Memory"
+_NO_ENTRIES = "No entries."
+_OMIT_HEAD = "Not shown, over the block budget; fetch with memory_search: "
+_SEP = len(PART_SEPARATOR)
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """One piece of the rendered block.
+
+    Attributes:
+        id: stable across renders while the piece exists: :data:`TITLE_PART_ID`,
+            ``"memory/<scope>"`` for a scope heading, :func:`part_id` for an entry,
+            ``"memory/<scope>:omitted"`` for the line naming what a scope left out, and
+            :data:`SUMMARY_PART_ID`. No two parts of one block share an ID.
+        text: the piece, without the blank line that separates it from the next; it never begins
+            or ends with ``"\\n"`` (an entry's content can end in one when it ended in two).
+    """
+
+    id: str
+    text: str
+
+
+def part_id(scope: str, name: str) -> str:
+    """The ID of the part holding entry ``scope/name``: ``"memory/<scope>/<name>"``.
+
+    A product also gives this ID to an omitted entry of the manifest when it records what the
+    block left out beside the parts it holds.
+    """
+    return f"memory/{scope}/{name}"
+
+
+def join_parts(parts: Iterable[Part]) -> str:
+    """The block the parts compose: their texts joined with :data:`PART_SEPARATOR`, in order."""
+    return PART_SEPARATOR.join(p.text for p in parts)
+
+
+class _Source(Protocol):
+    """What render reads from a store: every :class:`~agentmemory.Store` satisfies it."""
+
+    @property
+    def max_entry_bytes(self) -> int: ...
+
+    def list(self, scope: str) -> builtins.list[Entry]: ...
+
+
+def _summary(shown: int, omitted: int, size: int, free: int, bound: int, limit: int) -> str:
+    # The free count is padded to the bound's digit width, so the summary's width depends on the
+    # size it states alone and the size settles (reference/go-contract.md 3.1).
+    width = len(str(bound))
+    return (
+        f"Entries: {shown} shown, {omitted} omitted. Block: {size} of {bound} bytes "
+        f"({free:>{width}d} free). Entry limit: {limit} bytes."
+    )
+
+
+def _scope_text(scope: str, empty: bool) -> str:
+    return f"## {scope}{PART_SEPARATOR}{_NO_ENTRIES}" if empty else f"## {scope}"
+
+
+def _entry_text(e: Entry, limit: int) -> str:
+    heading = f"### {e.name} ({e.size} of {limit} bytes)"
+    if e.description:
+        heading += f" — {e.description}"
+    content = e.content[:-1] if e.content.endswith("\n") else e.content
+    return heading + PART_SEPARATOR + content
+
+
+def _omit_item(e: Entry) -> str:
+    return f"{e.name} ({e.size} bytes)"
+
+
+def _more(n: int) -> str:
+    return f", and {n} more"
+
+
+def _pack(costs: Sequence[int], room: int) -> tuple[builtins.list[bool], int]:
+    """Which entries fit in ``room`` bytes, in list order, skipping one that does not."""
+    fits: builtins.list[bool] = []
+    used = 0
+    for n in costs:
+        ok = used + n <= room
+        fits.append(ok)
+        if ok:
+            used += n
+    return fits, used
+
+
+def _omit_line_reserve(es: Sequence[Entry]) -> int:
+    """The most a scope's omission line can take, separator included, in bytes."""
+    widest = max(utf8_len(_omit_item(e)) for e in es)
+    return _SEP + utf8_len(_OMIT_HEAD) + widest + utf8_len(_more(len(es)))
+
+
+def _omit_line(dropped: Sequence[Entry], room: int) -> str:
+    """Name the dropped entries within ``room`` bytes (separator included): as many names as fit
+    and how many more; with room for no name, the count alone; with room for neither, ``""``."""
+    head = _SEP + utf8_len(_OMIT_HEAD)
+    pieces: builtins.list[str] = []
+    listed = 0
+    for i, e in enumerate(dropped):
+        piece = (", " if pieces else "") + _omit_item(e)
+        rest = len(dropped) - i - 1
+        tail = utf8_len(_more(rest)) if rest > 0 else 0
+        if head + listed + utf8_len(piece) + tail > room:
+            break
+        pieces.append(piece)
+        listed += utf8_len(piece)
+    if not pieces:
+        short = f"Not shown, over the block budget: {len(dropped)} entries."
+        return short if _SEP + utf8_len(short) <= room else ""
+    line = _OMIT_HEAD + "".join(pieces)
+    rest = len(dropped) - len(pieces)
+    return line + _more(rest) if rest else line
+
+
+def render_parts(
+    store: _Source,
+    scopes: Sequence[str],
+    *,
+    max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES,
+    scope_max_bytes: Mapping[str, int] | None = None,
+) -> tuple[list[Part], Manifest]:
+    """Render the memory block as its parts, and the :class:`Manifest` of what it holds.
+
+    Args:
+        store: any :class:`~agentmemory.Store` (only ``list(scope)`` and ``max_entry_bytes`` are
+            used); its errors propagate unchanged.
+        scopes: the scopes to render, in this order; each kebab-case and given once. Entries come
+            in ``store.list`` order (by name).
+        max_total_bytes: the bound on the joined block in UTF-8 bytes, separators, headings,
+            omission lines and summary included (default 32768).
+        scope_max_bytes: per-scope caps in bytes on what a scope's entries and omission line take,
+            separators included, not its heading. A cap of 0 shows none of the scope's entries and
+            names them if there is room; a cap larger than the room left, or on a scope not
+            rendered, does nothing.
+
+    Returns:
+        ``(parts, manifest)``: the title, then per scope its heading (``"## <scope>"``, with
+        ``"No entries."`` when the scope lists none), the entries that fit and the line naming
+        those that did not, and last the summary
+        ``"Entries: S shown, O omitted. Block: N of M bytes (F free). Entry limit: L bytes."``,
+        where ``N`` is the joined block's exact size and ``F`` is padded with spaces to the digit
+        width of ``M``. ``manifest.entries`` are the shown entries in block order;
+        ``manifest.omitted`` every entry that did not fit, with reason :data:`OMIT_BUDGET`.
+
+    The budget (reference/go-contract.md 3.2): the title, one heading per scope and the widest
+    possible summary are reserved first; then each scope packs its entries, in list order, into
+    what is left (or its cap, if smaller): an entry that does not fit is skipped and later ones are
+    still tried; when some are skipped the scope packs again holding room for its omission line.
+    The summary's size is settled by a fixed point, so the block can come out a few bytes under
+    the bound, never over it. The output depends only on the store's state and the bounds.
+
+    Content is not transformed except that one trailing ``"\\n"`` is dropped; a Markdown heading of
+    level 1 to 3 inside an entry stays as it is (``usage()`` asks the model for level 4 or none).
+
+    Raises:
+        BudgetError: ``max_total_bytes < 1``; a negative cap; or a bound under what the title, the
+            summary and the scope headings take. No block is returned.
+        InvalidEntryError: a scope that is not kebab-case, or one given twice.
+        TypeError: ``scopes`` is a single ``str`` (pass ``["user"]``, not ``"user"``).
+    """
+    if isinstance(scopes, str):
+        raise TypeError(
+            f"scopes is the string {scopes!r}; pass a list of scopes, e.g. [{scopes!r}]"
+        )
+    scopes = list(scopes)
+    caps = dict(scope_max_bytes or {})
+    bound = max_total_bytes
+    if bound < 1:
+        raise BudgetError(
+            f"the bound is {bound} bytes; give a bound of at least 1, or leave the block out"
+        )
+    for scope, cap in caps.items():
+        if cap < 0:
+            raise BudgetError(
+                f"scope {go_quote(str(scope))} is capped at {cap} bytes; give a cap of 0 or more"
+            )
+    for i, scope in enumerate(scopes):
+        check_scope(scope)
+        if scope in scopes[:i]:
+            raise InvalidEntryError(
+                f"scope {go_quote(scope)} is given twice; list each scope once", field="scope"
+            )
+
+    limit = store.max_entry_bytes
+    lists = [store.list(scope) for scope in scopes]
+    total = sum(len(es) for es in lists)
+    headings = [_scope_text(s, not es) for s, es in zip(scopes, lists, strict=True)]
+    fixed = utf8_len(_TITLE) + _SEP + utf8_len(_summary(total, total, bound, bound, bound, limit))
+    fixed += sum(_SEP + utf8_len(h) for h in headings)
+    if fixed > bound:
+        raise BudgetError(
+            f"the title, the summary and {len(scopes)} scope headings take {fixed} bytes, "
+            f"the bound is {bound}; raise the bound to at least {fixed} bytes, or leave the "
+            "block out"
+        )
+
+    parts = [Part(TITLE_PART_ID, _TITLE)]
+    shown: list[ManifestEntry] = []
+    omitted: list[ManifestEntry] = []
+    spent = 0  # bytes of the entries and omission lines placed so far, separators included
+    for scope, es, heading in zip(scopes, lists, headings, strict=True):
+        parts.append(Part(f"memory/{scope}", heading))
+        if not es:
+            continue
+        room = bound - fixed - spent
+        if scope in caps:
+            room = min(room, caps[scope])
+        texts = [_entry_text(e, limit) for e in es]
+        costs = [_SEP + utf8_len(t) for t in texts]
+        fits, used = _pack(costs, room)
+        if not all(fits):
+            # The first pass says whether there will be an omission line; the second holds room
+            # for it. Holding room back can only leave more out, so the second pass settles it.
+            fits, used = _pack(costs, room - _omit_line_reserve(es))
+        dropped: list[Entry] = []
+        for e, text, ok in zip(es, texts, fits, strict=True):
+            if ok:
+                parts.append(Part(part_id(scope, e.name), text))
+                shown.append(ManifestEntry(scope, e.name, e.hash, e.size))
+            else:
+                omitted.append(ManifestEntry(scope, e.name, e.hash, e.size, OMIT_BUDGET))
+                dropped.append(e)
+        if dropped:
+            line = _omit_line(dropped, room - used)
+            if line:
+                parts.append(Part(f"memory/{scope}:omitted", line))
+                used += _SEP + utf8_len(line)
+        spent += used
+
+    # The summary states the block's own size: a fixed point. The reservation above is the widest
+    # summary there can be, and each pass is no wider than the one before, so every pass is inside
+    # the bound and a few of them settle (reference/go-contract.md 3.2).
+    rest = sum(utf8_len(p.text) for p in parts) + _SEP * len(parts)  # all but the summary's text
+    size = fixed + spent
+    last = ""
+    for _ in range(8):
+        last = _summary(len(shown), len(omitted), size, bound - size, bound, limit)
+        n = rest + utf8_len(last)
+        if n == size:
+            break
+        size = n
+    parts.append(Part(SUMMARY_PART_ID, last))
+    return parts, Manifest(tuple(shown), tuple(omitted))
+
+
+def render(
+    store: _Source,
+    scopes: Sequence[str],
+    *,
+    max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES,
+    scope_max_bytes: Mapping[str, int] | None = None,
+) -> tuple[str, Manifest]:
+    """Render the memory block the model reads: ``join_parts(render_parts(...))``.
+
+    Returns ``(block, manifest)``; ``block`` is at most ``max_total_bytes`` UTF-8 bytes and has no
+    trailing newline. See :func:`render_parts` for the format, the budget and the errors
+    (:class:`~agentmemory.BudgetError`, :class:`~agentmemory.InvalidEntryError`, and the store's own
+    errors, unchanged).
+    """
+    parts, manifest = render_parts(
+        store, scopes, max_total_bytes=max_total_bytes, scope_max_bytes=scope_max_bytes
+    )
+    return join_parts(parts), manifest
