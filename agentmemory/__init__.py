@@ -66,11 +66,21 @@ from .render import (
 from .session import current_session, session
 from .sqlite_store import SqliteStore
 from .store import Store
+from .tools import (
+    DEFAULT_SEARCH_BYTES,
+    DEFAULT_SEARCH_LIMIT,
+    Tool,
+    ToolConfigError,
+    ToolResult,
+    tools,
+)
 from .usage import usage
 
 __all__ = [
     "DEFAULT_MAX_ENTRY_BYTES",
     "DEFAULT_MAX_TOTAL_BYTES",
+    "DEFAULT_SEARCH_BYTES",
+    "DEFAULT_SEARCH_LIMIT",
     "MANIFEST_FOLD_DEPTH",
     "MANIFEST_NS",
     "MAX_META_BYTES",
@@ -107,6 +117,9 @@ __all__ = [
     "Store",
     "StoreFormatError",
     "StoreLockedError",
+    "Tool",
+    "ToolConfigError",
+    "ToolResult",
     "apply_manifest_record",
     "check_entry",
     "content_hash",
@@ -118,6 +131,7 @@ __all__ = [
     "render",
     "render_parts",
     "session",
+    "tools",
     "usage",
     "valid_name",
 ]
