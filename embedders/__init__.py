@@ -1,8 +1,10 @@
 """embedders: turn texts into unit-length vectors, behind one small protocol and a registry.
 
 ``embedders.get(DEFAULT_EMBEDDER)`` gives the packaged all-MiniLM-L6-v2 through
-sentence-transformers; ``"onnx:all-MiniLM-L6-v2"`` runs the same model through onnxruntime (faster
-cold start); ``"hashing"`` / ``"hashing:<dim>"`` is a deterministic model-free baseline for tests.
+sentence-transformers; ``"onnx:all-MiniLM-L6-v2"`` runs the same model through onnxruntime (same
+vectors, faster cold start); ``"hashing"`` / ``"hashing:<dim>"`` is a deterministic model-free
+baseline for tests. Families take an argument: ``"sentence-transformers:<folder or hub id>"``,
+``"onnx:<folder>"``.
 
 Importing this package imports numpy only: torch, sentence-transformers, onnxruntime and chromadb
 are imported on first use. This package imports nothing else of ours.
@@ -10,14 +12,22 @@ are imported on first use. This package imports nothing else of ours.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from .chroma_adapter import CHROMA_FUNCTION_NAME, ChromaEmbedder, as_chroma_embedding_function
 from .hashing import DEFAULT_HASHING_DIM, HashingEmbedder
+from .model_folder import PACKAGED_MODEL_NAME, packaged_model_path, weights_digest
+from .onnx_embedder import CACHE_DIR_ENV, OnnxEmbedder, default_cache_dir, export_onnx
 from .protocol import Embedder, l2_normalize
 from .registry import EmbedderFactory, UnknownEmbedderError, get, names, register
+from .sentence_transformer import SentenceTransformerEmbedder
 
-DEFAULT_EMBEDDER = "sentence-transformers:all-MiniLM-L6-v2"
+DEFAULT_EMBEDDER = f"sentence-transformers:{PACKAGED_MODEL_NAME}"
 """Registry name of the default embedder: the packaged all-MiniLM-L6-v2 (384 dimensions)."""
+
+ONNX_EMBEDDER = f"onnx:{PACKAGED_MODEL_NAME}"
+"""Registry name of the packaged all-MiniLM-L6-v2 run through onnxruntime."""
 
 
 def _hashing(dim: str | int = DEFAULT_HASHING_DIM, **kwargs: Any) -> Embedder:
@@ -30,17 +40,41 @@ def _hashing(dim: str | int = DEFAULT_HASHING_DIM, **kwargs: Any) -> Embedder:
     return HashingEmbedder(width, **kwargs)
 
 
+def _sentence_transformers(model: str | Path | None = None, **kwargs: Any) -> Embedder:
+    return SentenceTransformerEmbedder(model, **kwargs)
+
+
+def _onnx(model: str | Path | None = None, **kwargs: Any) -> Embedder:
+    return OnnxEmbedder(model, **kwargs)
+
+
 register("hashing", _hashing)
+register("sentence-transformers", _sentence_transformers)
+register(DEFAULT_EMBEDDER, _sentence_transformers)
+register("onnx", _onnx)
+register(ONNX_EMBEDDER, _onnx)
 
 __all__ = [
+    "CACHE_DIR_ENV",
+    "CHROMA_FUNCTION_NAME",
     "DEFAULT_EMBEDDER",
     "DEFAULT_HASHING_DIM",
+    "ONNX_EMBEDDER",
+    "PACKAGED_MODEL_NAME",
+    "ChromaEmbedder",
     "Embedder",
     "EmbedderFactory",
     "HashingEmbedder",
+    "OnnxEmbedder",
+    "SentenceTransformerEmbedder",
     "UnknownEmbedderError",
+    "as_chroma_embedding_function",
+    "default_cache_dir",
+    "export_onnx",
     "get",
     "l2_normalize",
     "names",
+    "packaged_model_path",
     "register",
+    "weights_digest",
 ]

@@ -4,15 +4,24 @@ sentence-transformers and through onnxruntime, and the Chroma adapters."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import embedders
-from embedders import Embedder, HashingEmbedder, UnknownEmbedderError
+from embedders import (
+    ChromaEmbedder,
+    Embedder,
+    HashingEmbedder,
+    OnnxEmbedder,
+    SentenceTransformerEmbedder,
+    UnknownEmbedderError,
+)
 
 SENTENCES = [
     "the cat sat on the mat",
@@ -31,12 +40,6 @@ def assert_unit_rows(matrix: np.ndarray, n: int, dim: int) -> None:
 
 
 # --- the protocol and the package surface ---------------------------------------------------
-
-
-def test_all_is_sorted_and_complete() -> None:
-    assert embedders.__all__ == sorted(embedders.__all__)
-    for name in embedders.__all__:
-        assert hasattr(embedders, name), name
 
 
 def test_import_embedders_loads_no_heavy_dependency() -> None:
@@ -105,7 +108,7 @@ def test_hashing_is_the_same_in_another_process() -> None:
             capture_output=True,
             text=True,
             check=True,
-            env={**__import__("os").environ, "PYTHONHASHSEED": seed},
+            env={**os.environ, "PYTHONHASHSEED": seed},
         )
         outs.append(np.array(json.loads(proc.stdout), dtype=np.float32))
     here = HashingEmbedder(128).embed(SENTENCES)
@@ -144,7 +147,7 @@ def test_hashing_thread_safe() -> None:
 def test_registry_default_names() -> None:
     known = embedders.names()
     assert known == sorted(known)
-    for name in ("hashing",):
+    for name in (embedders.DEFAULT_EMBEDDER, embedders.ONNX_EMBEDDER, "hashing"):
         assert name in known
 
 
@@ -190,3 +193,209 @@ def test_l2_normalize_keeps_zero_rows() -> None:
     out = embedders.l2_normalize([[3.0, 4.0], [0.0, 0.0]])
     assert out.dtype == np.float32
     np.testing.assert_allclose(out, [[0.6, 0.8], [0.0, 0.0]])
+
+
+def test_model_embedders_are_built_without_loading_anything() -> None:
+    code = (
+        "import sys, json, embedders\n"
+        "e = embedders.get(embedders.DEFAULT_EMBEDDER)\n"
+        "o = embedders.get(embedders.ONNX_EMBEDDER)\n"
+        "heavy = ['torch', 'sentence_transformers', 'onnxruntime', 'transformers']\n"
+        "print(json.dumps([e.dim, o.dim, e.embed([]).shape[1], [m for m in heavy if m in sys.modules]]))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == [384, 384, 384, []]
+
+
+def test_model_options_are_checked() -> None:
+    with pytest.raises(ValueError, match="batch_size is 0"):
+        SentenceTransformerEmbedder(batch_size=0)
+    with pytest.raises(ValueError, match="threads is 0"):
+        OnnxEmbedder(threads=0)
+    with pytest.raises(ValueError, match="needs a local model folder"):
+        embedders.get("onnx:no-such/model-id")
+
+
+def test_default_cache_dir_follows_the_environment(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv(embedders.CACHE_DIR_ENV, str(tmp_path / "cache"))
+    assert embedders.default_cache_dir() == tmp_path / "cache"
+    assert OnnxEmbedder().cache_dir == tmp_path / "cache"
+    assert OnnxEmbedder(cache_dir=tmp_path / "other").cache_dir == tmp_path / "other"
+    monkeypatch.delenv(embedders.CACHE_DIR_ENV)
+    assert embedders.default_cache_dir().name == "agentmemory"
+
+
+# --- the packaged model: sentence-transformers and onnxruntime ------------------------------
+
+LONG_TEXT = " ".join(f"topic{i} alpha beta" for i in range(200))  # well over 256 word pieces
+
+
+@pytest.fixture(scope="module")
+def st_embedder() -> SentenceTransformerEmbedder:
+    """The default embedder, loaded once for this module (import and load take seconds)."""
+    e = SentenceTransformerEmbedder()
+    e.embed(["warm up"])
+    return e
+
+
+@pytest.fixture(scope="module")
+def onnx_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("onnx-cache")
+
+
+@pytest.fixture(scope="module")
+def onnx_embedder(onnx_cache: Path) -> OnnxEmbedder:
+    """The ONNX path, exported once into a temporary cache for this module."""
+    e = OnnxEmbedder(cache_dir=onnx_cache)
+    e.embed(["warm up"])
+    return e
+
+
+@pytest.mark.slow
+def test_packaged_model_knows_a_cat_from_revenue(st_embedder: SentenceTransformerEmbedder) -> None:
+    cat, feline, revenue = st_embedder.embed(
+        ["the cat sat on the mat", "a feline rested on the rug", "quarterly revenue grew 5%"]
+    )
+    assert float(cat @ feline) > float(cat @ revenue) + 0.2
+
+
+@pytest.mark.slow
+def test_packaged_model_shapes_and_identity(st_embedder: SentenceTransformerEmbedder) -> None:
+    assert isinstance(st_embedder, Embedder)
+    assert st_embedder.name == "sentence-transformers:all-MiniLM-L6-v2"
+    assert st_embedder.dim == 384
+    assert st_embedder.max_seq_length == 256
+    assert_unit_rows(st_embedder.embed(SENTENCES), len(SENTENCES), 384)
+    assert st_embedder.embed([]).shape == (0, 384)
+    fingerprint = st_embedder.fingerprint
+    assert fingerprint.startswith("sentence-transformers:all-MiniLM-L6-v2;dim=384;weights=sha256:")
+    assert fingerprint.endswith(";max_seq_length=256")
+    assert SentenceTransformerEmbedder(max_seq_length=128).fingerprint != fingerprint
+
+
+@pytest.mark.slow
+def test_packaged_model_truncates_at_max_seq_length(
+    st_embedder: SentenceTransformerEmbedder,
+) -> None:
+    a, b = st_embedder.embed([LONG_TEXT, LONG_TEXT + " completely different ending words"])
+    assert float(a @ b) > 0.9999
+
+
+@pytest.mark.slow
+def test_packaged_model_thread_safe(st_embedder: SentenceTransformerEmbedder) -> None:
+    expected = st_embedder.embed(SENTENCES)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(lambda _: st_embedder.embed(SENTENCES), range(8)))
+    for got in results:
+        np.testing.assert_allclose(got, expected, atol=1e-6)
+
+
+@pytest.mark.slow
+def test_onnx_gives_the_same_vectors(
+    st_embedder: SentenceTransformerEmbedder, onnx_embedder: OnnxEmbedder
+) -> None:
+    texts = [*SENTENCES, LONG_TEXT, "Ünïcödé, 東京 and emoji 🎉", "x"]
+    reference = st_embedder.embed(texts)
+    got = onnx_embedder.embed(texts)
+    assert_unit_rows(got, len(texts), 384)
+    cosines = (reference * got).sum(axis=1)
+    assert cosines.min() > 0.999, cosines
+    assert onnx_embedder.name == "onnx:all-MiniLM-L6-v2"
+    # same weights, so the weights part of the fingerprints agrees
+    assert onnx_embedder.fingerprint.split(";")[2] == st_embedder.fingerprint.split(";")[2]
+
+
+@pytest.mark.slow
+def test_onnx_export_is_cached_and_reused_without_torch(
+    onnx_embedder: OnnxEmbedder, onnx_cache: Path
+) -> None:
+    assert onnx_embedder.onnx_path.is_file()
+    assert onnx_embedder.onnx_path.is_relative_to(onnx_cache)
+    code = (
+        "import sys, json, embedders\n"
+        "v = embedders.get(embedders.ONNX_EMBEDDER).embed(['the cat sat on the mat'])\n"
+        "print(json.dumps({'torch': 'torch' in sys.modules, 'v': v[0].tolist()}))\n"
+    )
+    env = {**os.environ, embedders.CACHE_DIR_ENV: str(onnx_cache)}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
+    result = json.loads(out.stdout)
+    assert result["torch"] is False
+    here = onnx_embedder.embed(["the cat sat on the mat"])[0]
+    np.testing.assert_allclose(np.array(result["v"], dtype=np.float32), here, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_onnx_thread_safe(onnx_embedder: OnnxEmbedder) -> None:
+    texts = [f"{s} ({i})" for i in range(10) for s in SENTENCES]
+    expected = onnx_embedder.embed(texts)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(lambda _: onnx_embedder.embed(texts), range(8)))
+    for got in results:
+        np.testing.assert_allclose(got, expected, atol=1e-6)
+
+
+@pytest.mark.slow
+def test_registry_default_is_the_packaged_model(st_embedder: SentenceTransformerEmbedder) -> None:
+    e = embedders.get(embedders.DEFAULT_EMBEDDER)
+    assert isinstance(e, SentenceTransformerEmbedder)
+    assert e.fingerprint == st_embedder.fingerprint
+    folder = embedders.get(f"sentence-transformers:{embedders.packaged_model_path()}")
+    assert folder.fingerprint.split(";")[1:] == st_embedder.fingerprint.split(";")[1:]
+
+
+# --- Chroma adapters --------------------------------------------------------------------------
+
+
+def _chroma_client(path: Path) -> object:
+    import chromadb
+    from chromadb.config import Settings
+
+    return chromadb.PersistentClient(path=str(path), settings=Settings(anonymized_telemetry=False))
+
+
+def test_our_embedder_serves_a_real_chroma_collection(tmp_path: Path) -> None:
+    hashing = HashingEmbedder(128)
+    fn = embedders.as_chroma_embedding_function(hashing)
+    client = _chroma_client(tmp_path / "chroma")
+    col = client.get_or_create_collection(  # type: ignore[attr-defined]
+        "notes", embedding_function=fn, configuration={"hnsw": {"space": "cosine"}}
+    )
+    docs = ["the cat sat on the mat", "quarterly revenue grew", "water the plants on friday"]
+    col.add(ids=["cat", "revenue", "plants"], documents=docs)
+    stored = col.get(ids=["cat"], include=["embeddings"])["embeddings"][0]
+    np.testing.assert_allclose(stored, hashing.embed([docs[0]])[0], atol=1e-6)
+    hits = col.query(query_texts=["where did the cat sit"], n_results=1)
+    assert hits["ids"] == [["cat"]]
+    # reopened by name only, Chroma rebuilds our function from its saved config
+    again = _chroma_client(tmp_path / "chroma").get_collection("notes")  # type: ignore[attr-defined]
+    assert again.query(query_texts=["revenue"], n_results=1)["ids"] == [["revenue"]]
+
+
+def test_a_chroma_function_serves_as_an_embedder() -> None:
+    fn = embedders.as_chroma_embedding_function(HashingEmbedder(32))
+    wrapped = ChromaEmbedder(fn, name="chroma:hashing-32", batch_size=2)
+    assert isinstance(wrapped, Embedder)
+    assert wrapped.dim == 32
+    assert wrapped.name == "chroma:hashing-32"
+    assert "agentmemory-embedder" in wrapped.fingerprint
+    assert '"hashing:32"' in wrapped.fingerprint
+    np.testing.assert_allclose(wrapped.embed(SENTENCES), HashingEmbedder(32).embed(SENTENCES))
+    assert wrapped.embed([]).shape == (0, 32)
+
+
+@pytest.mark.slow
+def test_chromas_sentence_transformer_function_matches_ours(
+    st_embedder: SentenceTransformerEmbedder,
+) -> None:
+    from chromadb.utils.embedding_functions import SentenceTransformerEmbeddingFunction
+
+    fn = SentenceTransformerEmbeddingFunction(model_name=str(embedders.packaged_model_path()))
+    wrapped = ChromaEmbedder(fn, name="chroma:sentence-transformers-minilm")
+    assert wrapped.dim == 384
+    got = wrapped.embed(SENTENCES)
+    assert_unit_rows(got, len(SENTENCES), 384)
+    assert (got * st_embedder.embed(SENTENCES)).sum(axis=1).min() > 0.999
