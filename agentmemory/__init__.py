@@ -66,6 +66,7 @@ from .render import (
 from .session import current_session, session
 from .sqlite_store import SqliteStore
 from .store import Store
+from .tool_adapters import dispatch_anthropic, dispatch_openai, to_anthropic, to_openai
 from .tools import (
     DEFAULT_SEARCH_BYTES,
     DEFAULT_SEARCH_LIMIT,
@@ -124,6 +125,8 @@ __all__ = [
     "check_entry",
     "content_hash",
     "current_session",
+    "dispatch_anthropic",
+    "dispatch_openai",
     "join_parts",
     "lost_updates",
     "matches",
@@ -131,6 +134,8 @@ __all__ = [
     "render",
     "render_parts",
     "session",
+    "to_anthropic",
+    "to_openai",
     "tools",
     "usage",
     "valid_name",
