@@ -1,0 +1,93 @@
+"""recallers: rank documents for a query by exact words (BM25), by meaning (vectors), or both (RRF).
+
+* :class:`Tokenizer` / :data:`DEFAULT_TOKENIZER`: the one tokenizer for documents and queries.
+* :class:`BM25Recaller` over a :class:`BM25Index` (in memory, incremental) or an :class:`Fts5Index`
+  (an SQLite FTS5 table written in the store's own transaction).
+* :class:`VectorRecaller` over any :class:`VectorSource` (a ``ChromaStore``, an
+  :class:`ExactVectorIndex`), with an optional ``min_score`` floor.
+* :class:`HybridRecaller`: reciprocal rank fusion (k = 60, each leg read to ``3 * limit``), the
+  parameters in :class:`Fusion`.
+
+Every recaller returns :class:`Hit` objects: the document, the score the list is ordered by, and
+each leg's rank and raw score. Documents are anything with ``scope``, ``name``, ``content`` and
+``description`` (:class:`Document`); this package never imports agentmemory.
+
+The hybrid of a store with vectors, in one line::
+
+    HybridRecaller([BM25Recaller(lexical_index), VectorRecaller(store, store.embedder)])
+"""
+
+from __future__ import annotations
+
+from .bm25 import (
+    DEFAULT_B,
+    DEFAULT_K1,
+    IDF_FLOOR,
+    BM25Index,
+    BM25Recaller,
+    bm25_idf,
+    document_terms,
+)
+from .errors import EMPTY_QUERY_MESSAGE, EmptyQueryError, check_query
+from .fts5 import FTS5_TABLES, TOKENIZER_STATE_KEY, Fts5Index, create_tables, match_expression
+from .hits import LEG_BM25, LEG_VECTOR, Hit, LegScore, ranked_hits
+from .hybrid import (
+    DEFAULT_DEPTH,
+    DEFAULT_RRF_K,
+    Fusion,
+    HybridRecaller,
+    NoLegAnsweredError,
+    fuse,
+)
+from .protocol import Document, Keyed, LexicalSource, Recaller, VectorSource
+from .tokenizer import (
+    DEFAULT_TOKENIZER,
+    ENGLISH_STOPWORDS,
+    TOKENIZER_VERSION,
+    Tokenizer,
+    stemmer_languages,
+    tokenize,
+)
+from .vector import ExactVectorIndex, VectorRecaller
+
+__all__ = [
+    "DEFAULT_B",
+    "DEFAULT_DEPTH",
+    "DEFAULT_K1",
+    "DEFAULT_RRF_K",
+    "DEFAULT_TOKENIZER",
+    "EMPTY_QUERY_MESSAGE",
+    "ENGLISH_STOPWORDS",
+    "FTS5_TABLES",
+    "IDF_FLOOR",
+    "LEG_BM25",
+    "LEG_VECTOR",
+    "TOKENIZER_STATE_KEY",
+    "TOKENIZER_VERSION",
+    "BM25Index",
+    "BM25Recaller",
+    "Document",
+    "EmptyQueryError",
+    "ExactVectorIndex",
+    "Fts5Index",
+    "Fusion",
+    "Hit",
+    "HybridRecaller",
+    "Keyed",
+    "LegScore",
+    "LexicalSource",
+    "NoLegAnsweredError",
+    "Recaller",
+    "Tokenizer",
+    "VectorRecaller",
+    "VectorSource",
+    "bm25_idf",
+    "check_query",
+    "create_tables",
+    "document_terms",
+    "fuse",
+    "match_expression",
+    "ranked_hits",
+    "stemmer_languages",
+    "tokenize",
+]
