@@ -1,0 +1,191 @@
+"""An MCP server over the memory tools, with the official ``mcp`` SDK (low-level ``Server``).
+
+It offers the four tools of :func:`agentmemory.tools` (schemas, descriptions and annotations as
+they are) and the rendered memory block as the resource ``memory://block`` (Markdown). Its
+``instructions`` are :func:`agentmemory.usage`. ``agentmemory mcp --path DIR --scope user --scope
+project`` runs it over stdio (see :mod:`agentmemory.cli`).
+
+A ``memory_save`` is built on the block the client last read through ``memory://block``: the
+server keeps the manifest of the last block it served and hands it to the tools as ``rendered``
+(before any read, saves are built on the stored entry, as without a block).
+
+Tool calls run in a worker thread, one at a time, so the event loop keeps answering while a
+search embeds its query; stores are safe to use from another thread.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server import Server, ServerRequestContext
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+
+from .manifest import Manifest
+from .render import DEFAULT_MAX_TOTAL_BYTES, render
+from .store import Store
+from .tool_adapters import call_tool
+from .tools import DEFAULT_SEARCH_BYTES, DEFAULT_SEARCH_LIMIT, Tool, tools
+from .usage import usage
+
+__all__ = ["BLOCK_URI", "SERVER_NAME", "MemoryServer", "serve_stdio"]
+
+BLOCK_URI = "memory://block"
+"""The URI of the resource holding the rendered memory block (``text/markdown``)."""
+
+SERVER_NAME = "agentmemory"
+"""The server name given to MCP clients."""
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("agentmemory")
+    except PackageNotFoundError:  # pragma: no cover - run from a source tree not installed
+        return "0"
+
+
+class MemoryServer:
+    """The memory tools and block of one store, served over MCP.
+
+    Args:
+        store: the store to serve; the caller keeps ownership (closes it).
+        scopes: writable scopes (see :func:`agentmemory.tools`).
+        read_scopes: scopes search reads and writers refuse; the block renders them after
+            ``scopes``.
+        max_total_bytes: the bound of the rendered block, in UTF-8 bytes (default 32768).
+        search_limit, search_bytes: as :func:`agentmemory.tools` takes them.
+
+    Raises:
+        ToolConfigError: (a ``ValueError``) for scopes the tools refuse.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        scopes: Sequence[str],
+        *,
+        read_scopes: Sequence[str] = (),
+        max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES,
+        search_limit: int = DEFAULT_SEARCH_LIMIT,
+        search_bytes: int = DEFAULT_SEARCH_BYTES,
+    ) -> None:
+        self.store = store
+        self._lock = threading.Lock()
+        self._shown: Manifest | None = None
+        self.tools: list[Tool] = tools(
+            store,
+            scopes,
+            read_scopes=read_scopes,
+            rendered=self._last_shown,
+            search_limit=search_limit,
+            search_bytes=search_bytes,
+        )
+        self.block_scopes = [*scopes, *read_scopes]
+        self.max_total_bytes = max_total_bytes
+        self.server: Server[Any] = Server(
+            SERVER_NAME,
+            version=_version(),
+            title="Agent memory",
+            instructions=usage(),
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+            on_list_resources=self._list_resources,
+            on_read_resource=self._read_resource,
+        )
+
+    def _last_shown(self) -> Manifest | None:
+        return self._shown
+
+    def block(self) -> str:
+        """Render the block now (``memory://block``) and remember its manifest for saves."""
+        text, manifest = render(self.store, self.block_scopes, max_total_bytes=self.max_total_bytes)
+        self._shown = manifest
+        return text
+
+    def mcp_tools(self) -> list[types.Tool]:
+        """The tools as MCP ``Tool`` definitions, annotations included."""
+        out = []
+        for t in self.tools:
+            a = t.annotations
+            out.append(
+                types.Tool(
+                    name=t.name,
+                    title=a["title"],
+                    description=t.description,
+                    input_schema=t.input_schema,
+                    annotations=types.ToolAnnotations(
+                        title=a["title"],
+                        read_only_hint=a["readOnlyHint"],
+                        destructive_hint=a["destructiveHint"],
+                        idempotent_hint=a["idempotentHint"],
+                        open_world_hint=a["openWorldHint"],
+                    ),
+                )
+            )
+        return out
+
+    async def _list_tools(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=self.mcp_tools())
+
+    def _call_locked(self, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
+        with self._lock:
+            result = call_tool(self.tools, name, arguments)
+        return types.CallToolResult(
+            content=[types.TextContent(text=result.text)], is_error=result.is_error
+        )
+
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        return await anyio.to_thread.run_sync(self._call_locked, params.name, params.arguments)
+
+    async def _list_resources(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        block = types.Resource(
+            uri=BLOCK_URI,
+            name="memory-block",
+            title="Memory block",
+            description="The memory the agent carries between sessions, rendered within its "
+            f"budget of {self.max_total_bytes} bytes; read it into the system prompt each turn",
+            mime_type="text/markdown",
+        )
+        return types.ListResourcesResult(resources=[block])
+
+    def _block_locked(self) -> str:
+        with self._lock:
+            return self.block()
+
+    async def _read_resource(
+        self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        if str(params.uri) != BLOCK_URI:
+            raise MCPError(
+                types.INVALID_PARAMS, f"no resource {params.uri}; this server has {BLOCK_URI}"
+            )
+        text = await anyio.to_thread.run_sync(self._block_locked)
+        return types.ReadResourceResult(
+            contents=[
+                types.TextResourceContents(uri=BLOCK_URI, mime_type="text/markdown", text=text)
+            ]
+        )
+
+    async def run_stdio(self) -> None:
+        """Serve over this process's stdin and stdout until the client closes stdin."""
+        async with stdio_server() as (read_stream, write_stream):
+            await self.server.run(
+                read_stream, write_stream, self.server.create_initialization_options()
+            )
+
+
+def serve_stdio(server: MemoryServer) -> None:
+    """Run ``server`` over stdio until the client disconnects (blocks; starts an event loop)."""
+    anyio.run(server.run_stdio)

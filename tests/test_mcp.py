@@ -1,0 +1,155 @@
+"""The MCP server: ``agentmemory mcp`` started as a subprocess, driven with the SDK's stdio client.
+
+The scripted agent loop of tests/test_tool_adapters.py runs through it and must give the same
+transcript (tests/golden/tools/transcript.txt) as the OpenAI and Anthropic adapters.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.shared.exceptions import MCPError
+from test_tool_adapters import READ_SCOPES, SCOPES, SCRIPT, check_transcript, transcript_entry
+
+from agentmemory import MemStore, SqliteStore, tools, usage
+from agentmemory.mcp_server import BLOCK_URI, MemoryServer
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def server_command(path: Path, *extra: str) -> list[str]:
+    args = ["-m", "agentmemory", "mcp", "--path", str(path)]
+    for s in SCOPES:
+        args += ["--scope", s]
+    for r in READ_SCOPES:
+        args += ["--read-scope", r]
+    return args + list(extra)
+
+
+def with_subprocess_client(
+    path: Path, errlog: Path, body: Callable[[Client], Awaitable[None]]
+) -> None:
+    """Start ``python -m agentmemory mcp`` on ``path``, connect over stdio, run ``body``; the
+    server stops when the client closes its stdin."""
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=server_command(path),
+        cwd=str(ROOT),
+        env={"HF_HUB_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False"},
+    )
+
+    async def main() -> None:
+        with errlog.open("w") as err:
+            async with Client(stdio_client(params, errlog=err)) as client:  # type: ignore[arg-type]
+                with anyio.fail_after(120):
+                    await body(client)
+
+    anyio.run(main)
+
+
+def text_of(result: Any) -> str:
+    assert len(result.content) == 1 and result.content[0].type == "text"
+    return str(result.content[0].text)
+
+
+def test_subprocess_server_lists_tools_runs_the_script_and_serves_the_block(
+    tmp_path: Path,
+) -> None:
+    expected = {t.name: t for t in tools(MemStore(), SCOPES, read_scopes=READ_SCOPES)}
+    entries: list[str] = []
+    blocks: list[str] = []
+
+    async def body(client: Client) -> None:
+        listed = (await client.list_tools()).tools
+        assert [t.name for t in listed] == list(expected)
+        for t in listed:
+            want = expected[t.name]
+            assert t.description == want.description
+            assert t.input_schema == want.input_schema
+            assert t.annotations is not None
+            a = want.annotations
+            assert t.annotations.title == a["title"]
+            assert t.annotations.read_only_hint == a["readOnlyHint"]
+            assert t.annotations.destructive_hint == a["destructiveHint"]
+            assert t.annotations.idempotent_hint == a["idempotentHint"]
+            assert t.annotations.open_world_hint == a["openWorldHint"]
+        for name, args in SCRIPT:
+            result = await client.call_tool(name, args)
+            entries.append(transcript_entry(name, args, text_of(result), result.is_error))
+
+        resources = (await client.list_resources()).resources
+        assert [str(r.uri) for r in resources] == [BLOCK_URI]
+        block = (await client.read_resource(BLOCK_URI)).contents[0]
+        assert block.mime_type == "text/markdown"
+        blocks.append(block.text)  # type: ignore[union-attr]
+        saved = await client.call_tool(
+            "memory_save", {"scope": "project", "name": "build", "content": "Run make."}
+        )
+        assert text_of(saved).endswith("; meta kept (description); built on the block")
+        with pytest.raises(MCPError, match="no resource memory://other"):
+            await client.read_resource("memory://other")
+
+    with_subprocess_client(tmp_path / "store", tmp_path / "server.log", body)
+    check_transcript(entries, update_golden=False)
+    assert blocks[0].startswith(
+        "# Memory\n\n## user\n\nNo entries.\n\n## project\n\n### build (37 of 4096 bytes) — Build steps\n\nRun `make test` before every commit.\n\n## rules"
+    )
+
+    # the server wrote the store in DIR; it reopens with every write journaled
+    with SqliteStore(tmp_path / "store" / "journal.sqlite3") as store:
+        assert store.get("project", "build").content == "Run make."
+        assert [c.entry.key for c in store.journal()] == [
+            "user/editor",
+            "project/build",
+            "user/editor",
+            "user/editor",
+            "user/editor",
+            "project/build",
+        ]
+
+
+def test_bad_scopes_fail_at_start_with_a_usage_error(tmp_path: Path) -> None:
+    import subprocess
+
+    out = subprocess.run(
+        [sys.executable, "-m", "agentmemory", "mcp", "--path", str(tmp_path), "--scope", "User"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert out.returncode == 2
+    assert 'scope "User" is not kebab-case' in out.stderr
+
+
+def test_in_process_server_instructions_and_anchoring() -> None:
+    store = MemStore()
+    server = MemoryServer(store, ["user"])
+    seen: list[str] = []
+
+    async def main() -> None:
+        async with Client(server.server) as client:
+            r = await client.call_tool("memory_save", {"name": "a", "content": "one"})
+            seen.append(text_of(r))
+            await client.read_resource(BLOCK_URI)
+            store.put(store.get("user", "a").copy(content="two"))  # another session
+            r = await client.call_tool("memory_save", {"name": "a", "content": "three"})
+            seen.append(text_of(r))
+            r = await client.call_tool("memory_nope", {})
+            assert r.is_error
+            seen.append(text_of(r))
+
+    anyio.run(main)
+    assert seen[0].endswith("created; no meta")
+    assert "; built on the block's sha256:" in seen[1]
+    assert "but the entry changed to" in seen[1]
+    assert seen[2].startswith('unknown tool "memory_nope"')
+    assert server.server.instructions == usage()
