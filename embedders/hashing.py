@@ -76,8 +76,8 @@ class HashingEmbedder:
 
     @property
     def fingerprint(self) -> str:
-        """``"hashing:<dim>:dim=<dim>:blake2b-words-v1"`` (see ``HASHING_VERSION``)."""
-        return f"{self.name}:dim={self._dim}:{HASHING_VERSION}"
+        """``"hashing:<dim>;dim=<dim>;version=blake2b-words-v1"`` (see ``HASHING_VERSION``)."""
+        return f"{self.name};dim={self._dim};version={HASHING_VERSION}"
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Return a ``(len(texts), dim)`` float32 array, rows L2-normalised (all-zero for a text

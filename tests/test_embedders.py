@@ -399,3 +399,21 @@ def test_chromas_sentence_transformer_function_matches_ours(
     got = wrapped.embed(SENTENCES)
     assert_unit_rows(got, len(SENTENCES), 384)
     assert (got * st_embedder.embed(SENTENCES)).sum(axis=1).min() > 0.999
+
+
+def test_weights_digest_covers_every_weight_file(tmp_path: Path) -> None:
+    import hashlib
+
+    (tmp_path / "1_Dense").mkdir()
+    (tmp_path / "model.safetensors").write_bytes(b"weights-one")
+    (tmp_path / "1_Dense" / "pytorch_model.bin").write_bytes(b"dense")
+    (tmp_path / "README.md").write_text("not a weight file")
+    expected = hashlib.sha256(
+        b"1_Dense/pytorch_model.bin\0dense" + b"model.safetensors\0weights-one"
+    ).hexdigest()
+    assert embedders.weights_digest(tmp_path) == "sha256:" + expected
+    (tmp_path / "model.safetensors").write_bytes(b"other weights")  # new size: cache key changes
+    assert embedders.weights_digest(tmp_path) != "sha256:" + expected
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match="no weight file"):
+        embedders.weights_digest(tmp_path / "empty")
