@@ -10,6 +10,8 @@ Heavy dependencies (torch, sentence-transformers, chromadb) are imported only wh
 
 from __future__ import annotations
 
+from recallers import Hit
+
 from .entries import (
     DEFAULT_MAX_ENTRY_BYTES,
     MAX_META_BYTES,
@@ -37,6 +39,7 @@ from .errors import (
     ManifestBaseError,
     ManifestRecordError,
     NotFoundError,
+    RecallModeError,
     StoreFormatError,
     StoreLockedError,
 )
@@ -103,6 +106,7 @@ __all__ = [
     "EmptyQueryError",
     "Entry",
     "EntryTooLargeError",
+    "Hit",
     "IndexOutOfStepError",
     "InvalidEntryError",
     "LostUpdate",
@@ -114,6 +118,7 @@ __all__ = [
     "MemStore",
     "NotFoundError",
     "Part",
+    "RecallModeError",
     "SqliteStore",
     "Store",
     "StoreFormatError",

@@ -11,6 +11,10 @@ The wording follows the Go module the contract comes from (reference/go-contract
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+import recallers
+
 __all__ = [
     "AgentMemoryError",
     "BudgetError",
@@ -25,6 +29,7 @@ __all__ = [
     "ManifestBaseError",
     "ManifestRecordError",
     "NotFoundError",
+    "RecallModeError",
     "StoreFormatError",
     "StoreLockedError",
 ]
@@ -194,12 +199,34 @@ class EmbedderMismatchError(AgentMemoryError, ValueError):
         )
 
 
-class EmptyQueryError(AgentMemoryError, ValueError):
-    """A search query that is empty or only white space. Nothing was searched."""
+class EmptyQueryError(AgentMemoryError, recallers.EmptyQueryError):
+    """A search query that is empty or only white space. Nothing was searched.
+
+    Also a :class:`recallers.EmptyQueryError` (and so a ``ValueError``)."""
 
     def __init__(self, query: str = "") -> None:
-        self.query = query
-        super().__init__("query is empty; give one or more words")
+        super().__init__(query)
+
+
+class RecallModeError(AgentMemoryError, ValueError):
+    """A ``recall`` mode that is unknown, or that needs vectors the store does not keep.
+
+    Attributes:
+        mode: the mode asked for.
+        store: the kind of store (``"MemStore"``).
+    """
+
+    def __init__(self, mode: str, store: str, *, known: Sequence[str]) -> None:
+        self.mode = mode
+        self.store = store
+        if mode in known:
+            msg = (
+                f"agentmemory: recall mode {mode!r} needs a vector index and {store} keeps none; "
+                "use mode 'bm25' or 'auto', or open a ChromaStore"
+            )
+        else:
+            msg = f"agentmemory: recall mode {mode!r} is not one of {', '.join(known)}"
+        super().__init__(msg)
 
 
 class IndexOutOfStepError(AgentMemoryError):

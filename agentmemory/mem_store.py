@@ -8,9 +8,11 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Self
 
+from recallers import DEFAULT_TOKENIZER, BM25Index, BM25Recaller, Hit, Tokenizer
+
 from .entries import DEFAULT_MAX_ENTRY_BYTES, Change, Entry, check_scope, matches
 from .errors import NotFoundError
-from .store import plan_forget, plan_put
+from .store import plan_forget, plan_put, recall_entries
 
 __all__ = ["MemStore"]
 
@@ -28,6 +30,8 @@ class MemStore:
         max_entry_bytes: the content bound in UTF-8 bytes (default 4096); must be positive.
         clock: returns the time stamped on writes (aware UTC); for tests that want a fixed one.
             Times never go backwards in the journal: a clock that does is clamped.
+        tokenizer: the terms :meth:`recall` indexes and searches by (default
+            ``recallers.DEFAULT_TOKENIZER``: English stopwords, no stemming).
 
     Raises:
         ValueError: ``max_entry_bytes`` under 1.
@@ -38,6 +42,7 @@ class MemStore:
         *,
         max_entry_bytes: int = DEFAULT_MAX_ENTRY_BYTES,
         clock: Callable[[], datetime] = utc_now,
+        tokenizer: Tokenizer = DEFAULT_TOKENIZER,
     ) -> None:
         if max_entry_bytes < 1:
             raise ValueError(f"max_entry_bytes is {max_entry_bytes}; it must be at least 1")
@@ -46,6 +51,7 @@ class MemStore:
         self._lock = threading.RLock()
         self._live: dict[tuple[str, str], Entry] = {}
         self._journal: list[Change] = []
+        self._lexicon: BM25Index[Entry] = BM25Index(tokenizer=tokenizer)
 
     @property
     def max_entry_bytes(self) -> int:
@@ -96,6 +102,7 @@ class MemStore:
             )
             self._journal.append(change)
             self._live[(entry.scope, entry.name)] = change.entry
+            self._lexicon.put(change.entry)
             return change.copy()
 
     def forget(self, scope: str, name: str, *, session: str | None = None) -> Change:
@@ -109,6 +116,7 @@ class MemStore:
             )
             self._journal.append(change)
             del self._live[(scope, name)]
+            self._lexicon.remove(scope, name)
             return change.copy()
 
     def search(self, scopes: Sequence[str], query: str, limit: int = 0) -> builtins.list[Entry]:
@@ -127,6 +135,42 @@ class MemStore:
                     if 0 < limit <= len(out):
                         return out
         return out
+
+    # -- recall (recallers.BM25Index: in memory, updated by every put and forget) ------------
+
+    def search_text(
+        self, query: str, *, scopes: Sequence[str], limit: int
+    ) -> builtins.list[tuple[Entry, float]]:
+        """The lexical leg: at most ``limit`` ``(entry copy, BM25 score)`` pairs of ``scopes``,
+        best first, every score above 0; ``[]`` when no entry shares a term with ``query``.
+
+        The index (:class:`recallers.BM25Index`) follows writes: each ``put`` re-indexes that
+        one entry (one tokenization, one update per distinct term) and each ``forget`` drops it;
+        nothing is rebuilt. Corpus statistics are those of the requested scopes.
+
+        Raises :class:`~agentmemory.InvalidEntryError` for a scope that is not kebab-case.
+        """
+        for s in scopes:
+            check_scope(s)
+        with self._lock:
+            found = self._lexicon.search_text(query, scopes=scopes, limit=limit)
+            return [(e.copy(), score) for e, score in found]
+
+    def recall(
+        self, query: str, *, scopes: Sequence[str], limit: int = 5, mode: str = "auto"
+    ) -> builtins.list[Hit[Entry]]:
+        """At most ``limit`` live entries of ``scopes`` ranked by BM25 for ``query``, best first
+        (``mode`` ``"auto"`` or ``"bm25"``; a MemStore keeps no vectors). Each hit's ``score``
+        is the BM25 score and ``legs["bm25"]`` its rank and score.
+
+        Raises :class:`~agentmemory.EmptyQueryError`, :class:`~agentmemory.InvalidEntryError`
+        (a scope), ``ValueError`` (``limit`` under 1) and :class:`~agentmemory.RecallModeError`
+        (``"vector"``, ``"hybrid"``, or an unknown mode); see
+        :func:`agentmemory.store.recall_entries`.
+        """
+        return recall_entries(
+            self, query, scopes=scopes, limit=limit, mode=mode, bm25=BM25Recaller(self)
+        )
 
     def journal(self, after: int = 0) -> Iterator[Change]:
         """Yield copies of the records with ``seq > after``, in order."""

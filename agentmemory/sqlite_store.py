@@ -45,6 +45,17 @@ from datetime import datetime
 from pathlib import Path
 from typing import ClassVar, Self
 
+from recallers import (
+    DEFAULT_TOKENIZER,
+    FTS5_TABLES,
+    TOKENIZER_STATE_KEY,
+    BM25Recaller,
+    Fts5Index,
+    Hit,
+    Tokenizer,
+    create_tables,
+)
+
 from .entries import (
     DEFAULT_MAX_ENTRY_BYTES,
     Change,
@@ -58,7 +69,7 @@ from .entries import (
 from .errors import AgentMemoryError, NotFoundError, StoreFormatError, StoreLockedError
 from .journal import decode_change, encode_change
 from .mem_store import utc_now
-from .store import plan_forget, plan_put
+from .store import plan_forget, plan_put, recall_entries
 
 __all__ = ["DEFAULT_BUSY_TIMEOUT_S", "MIGRATIONS", "Migration", "SqliteStore"]
 
@@ -121,6 +132,9 @@ MIGRATIONS: builtins.list[Migration] = [
             "store_state": ("key", "value"),
         },
     ),
+    # The lexical index of recall (recallers.fts5): kept by _apply_in_txn, rebuilt on open when
+    # the tokenizer's version differs from the one recorded in store_state.
+    Migration(2, "m002_lexical_index", create_tables, FTS5_TABLES),
 ]
 """The schema steps in order. Append new ones; never edit or reorder an applied one."""
 
@@ -168,6 +182,10 @@ class SqliteStore:
         clock: returns the time stamped on writes (aware UTC). Stored times have microsecond
             precision, and never go backwards along ``seq``: a clock behind the last record is
             clamped to that record's ``at``.
+        tokenizer: the terms of the lexical index :meth:`recall` ranks by (default
+            ``recallers.DEFAULT_TOKENIZER``). Opening with a tokenizer whose ``version`` differs
+            from the one the file's index was built with rebuilds the index (one tokenization of
+            every live entry, in one transaction); give every handle on a file the same one.
 
     Raises:
         ValueError: ``max_entry_bytes`` under 1 or ``busy_timeout_s`` negative.
@@ -187,6 +205,7 @@ class SqliteStore:
         max_entry_bytes: int = DEFAULT_MAX_ENTRY_BYTES,
         busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
         clock: Callable[[], datetime] = utc_now,
+        tokenizer: Tokenizer = DEFAULT_TOKENIZER,
     ) -> None:
         if max_entry_bytes < 1:
             raise ValueError(f"max_entry_bytes is {max_entry_bytes}; it must be at least 1")
@@ -199,6 +218,9 @@ class SqliteStore:
         self._wlock = threading.RLock()
         self._rlock = threading.Lock()
         self._closed = False
+        self._lexicon: Fts5Index[Entry] = Fts5Index(
+            read=self._read, load=self._stored, tokenizer=tokenizer
+        )
         self._path.parent.mkdir(parents=True, exist_ok=True)
         self._writer = self._connect()
         try:
@@ -207,6 +229,11 @@ class SqliteStore:
             self._reader = self._connect()
         except BaseException:
             self._writer.close()
+            raise
+        try:
+            self._sync_lexicon()
+        except BaseException:
+            self.close()
             raise
 
     # -- properties -------------------------------------------------------------------------
@@ -380,8 +407,12 @@ class SqliteStore:
         after the ``memory_entries`` row was upserted (or deleted, when ``change.entry.deleted``)
         and the journal row with ``change.seq`` appended; once per entry for ``put_many``.
         Raising rolls the whole write back (nothing is written and the error reaches the
-        caller). Does nothing here; a lexical index overrides it to upsert or delete its row.
+        caller). Here it keeps the lexical index of :meth:`recall` (``recallers.Fts5Index``) in
+        step: one tokenization of the entry and one FTS5 delete and insert (a forget deletes
+        only). A subclass that overrides it must call ``super()._apply_in_txn(conn, change)``.
         """
+        e = change.entry
+        self._lexicon.write(conn, e.scope, e.name, None if e.deleted else e)
 
     def _stored(self, conn: sqlite3.Connection, scope: str, name: str) -> Entry | None:
         row = conn.execute(
@@ -628,6 +659,68 @@ class SqliteStore:
                 " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                 (key, value),
             )
+
+    # -- recall (lexical index: recallers.Fts5Index, tables of m002_lexical_index) ------------
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        """The tokenizer of the lexical index (documents and queries)."""
+        return self._lexicon.tokenizer
+
+    def _sync_lexicon(self) -> None:
+        """Rebuild the lexical index when it was built with another tokenizer version (or never,
+        as in a file made before m002), in one immediate transaction."""
+        if not self._lexicon.needs_rebuild(self.get_state(TOKENIZER_STATE_KEY)):
+            return
+        with self._transaction() as conn:
+            row = conn.execute(
+                "SELECT value FROM store_state WHERE key = ?", (TOKENIZER_STATE_KEY,)
+            ).fetchone()
+            if not self._lexicon.needs_rebuild(None if row is None else str(row[0])):
+                return  # another process rebuilt it meanwhile
+            rows = conn.execute(
+                "SELECT scope, name, content, meta, hash, updated FROM memory_entries"
+            ).fetchall()
+            self._lexicon.rebuild(conn, (_row_entry(*r) for r in rows))
+            conn.execute(
+                "INSERT INTO store_state (key, value) VALUES (?, ?)"
+                " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (TOKENIZER_STATE_KEY, self._lexicon.tokenizer.version),
+            )
+
+    def search_text(
+        self, query: str, *, scopes: Sequence[str], limit: int
+    ) -> builtins.list[tuple[Entry, float]]:
+        """The lexical leg: at most ``limit`` ``(entry, BM25 score)`` pairs of ``scopes``, best
+        first, every score above 0, read in one snapshot; ``[]`` when no entry shares a term
+        with ``query``.
+
+        The index is an FTS5 table written in each write's own transaction (see
+        :meth:`_apply_in_txn`), so it is never behind the journal, even across processes. FTS5's
+        ``bm25()`` scores with k1 1.2 and b 0.75 over the statistics of the whole file (every
+        scope), see ``recallers.fts5``.
+
+        Raises :class:`~agentmemory.InvalidEntryError` for a scope that is not kebab-case.
+        """
+        for s in scopes:
+            check_scope(s)
+        return self._lexicon.search_text(query, scopes=scopes, limit=limit)
+
+    def recall(
+        self, query: str, *, scopes: Sequence[str], limit: int = 5, mode: str = "auto"
+    ) -> builtins.list[Hit[Entry]]:
+        """At most ``limit`` live entries of ``scopes`` ranked by BM25 for ``query``, best first
+        (``mode`` ``"auto"`` or ``"bm25"``; an SqliteStore keeps no vectors). Each hit's
+        ``score`` is the BM25 score and ``legs["bm25"]`` its rank and score.
+
+        Raises :class:`~agentmemory.EmptyQueryError`, :class:`~agentmemory.InvalidEntryError`
+        (a scope), ``ValueError`` (``limit`` under 1) and :class:`~agentmemory.RecallModeError`
+        (``"vector"``, ``"hybrid"``, or an unknown mode); see
+        :func:`agentmemory.store.recall_entries`.
+        """
+        return recall_entries(
+            self, query, scopes=scopes, limit=limit, mode=mode, bm25=BM25Recaller(self)
+        )
 
     # -- lifetime ----------------------------------------------------------------------------
 

@@ -12,11 +12,16 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Protocol, Self, runtime_checkable
 
-from .entries import Change, Entry, check_entry, content_hash
-from .errors import ConflictError
+from recallers import DEFAULT_FUSION, Fusion, Hit, HybridRecaller, Recaller
+
+from .entries import Change, Entry, check_entry, check_scope, content_hash
+from .errors import ConflictError, EmptyQueryError, RecallModeError
 from .session import current_session
 
-__all__ = ["Store", "plan_forget", "plan_put"]
+__all__ = ["RECALL_MODES", "Store", "plan_forget", "plan_put", "recall_entries"]
+
+RECALL_MODES = ("auto", "hybrid", "bm25", "vector")
+"""The modes of ``Store.recall``."""
 
 
 @runtime_checkable
@@ -64,6 +69,15 @@ class Store(Protocol):
     def search(self, scopes: Sequence[str], query: str, limit: int = 0) -> builtins.list[Entry]:
         """Live entries of ``scopes`` matching ``query`` (see :func:`agentmemory.matches`), at most
         ``limit`` when ``limit > 0``."""
+        ...
+
+    def recall(
+        self, query: str, *, scopes: Sequence[str], limit: int = 5, mode: str = "auto"
+    ) -> builtins.list[Hit[Entry]]:
+        """At most ``limit`` live entries of ``scopes`` ranked for ``query``, best first (SPEC
+        section 6). ``mode``: ``"auto"`` (hybrid when the store keeps vectors, else BM25),
+        ``"hybrid"``, ``"bm25"`` or ``"vector"``. See :func:`recall_entries` for the rules and
+        errors every store shares."""
         ...
 
     def journal(self, after: int = 0) -> Iterator[Change]:
@@ -136,3 +150,60 @@ def plan_forget(stored: Entry, *, seq: int, now: datetime, session: str | None =
         session=current_session(session),
         at=now,
     )
+
+
+def recall_entries(
+    store: object,
+    query: str,
+    *,
+    scopes: Sequence[str],
+    limit: int,
+    mode: str,
+    bm25: Recaller[Entry],
+    vector: Recaller[Entry] | None = None,
+    fusion: Fusion = DEFAULT_FUSION,
+) -> builtins.list[Hit[Entry]]:
+    """The recall rule every store shares: check the arguments, pick the legs, rank.
+
+    A store's ``recall`` is one call; a store with vectors (``ChromaStore``) writes::
+
+        return recall_entries(self, query, scopes=scopes, limit=limit, mode=mode,
+                              bm25=BM25Recaller(self._journal),
+                              vector=VectorRecaller(self, self.embedder), fusion=self._fusion)
+
+    Checks, in order (nothing is searched when one fails):
+
+    1. ``query`` is a ``str`` (``TypeError``) with a non-space character
+       (:class:`~agentmemory.EmptyQueryError`: "query is empty; give one or more words");
+    2. ``scopes`` is a sequence of names, not one ``str`` (``TypeError``), each kebab-case
+       (:class:`~agentmemory.InvalidEntryError`);
+    3. ``limit`` is a positive ``int`` (``ValueError``);
+    4. ``mode`` is one of :data:`RECALL_MODES`, and ``"hybrid"``/``"vector"`` only when ``vector``
+       is given (:class:`~agentmemory.RecallModeError`, naming the store's class).
+
+    Then ``"auto"`` is ``"hybrid"`` when there is a vector leg, else ``"bm25"``; ``"bm25"`` and
+    ``"vector"`` return that leg's hits (``score`` = its raw score), ``"hybrid"`` fuses both with
+    :class:`recallers.HybridRecaller` (RRF, ``fusion``; a failing leg is logged and skipped).
+    Repeated scopes count once; scopes without entries give ``[]``.
+    """
+    if not isinstance(query, str):
+        raise TypeError(f"query is a {type(query).__name__}, not a str; pass the words as text")
+    if not query.strip():
+        raise EmptyQueryError(query)
+    if isinstance(scopes, str):
+        raise TypeError(f"scopes must be a sequence of scope names, not the str {scopes!r}")
+    wanted = builtins.list(dict.fromkeys(check_scope(s) for s in scopes))
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ValueError(f"recall limit is {limit!r}; it must be a positive integer such as 5")
+    kind = type(store).__name__
+    if mode not in RECALL_MODES:
+        raise RecallModeError(str(mode), kind, known=RECALL_MODES)
+    if mode == "auto":
+        mode = "bm25" if vector is None else "hybrid"
+    if mode == "bm25":
+        return bm25.recall(query, scopes=wanted, limit=limit)
+    if vector is None:
+        raise RecallModeError(mode, kind, known=RECALL_MODES)
+    if mode == "vector":
+        return vector.recall(query, scopes=wanted, limit=limit)
+    return HybridRecaller([bm25, vector], fusion=fusion).recall(query, scopes=wanted, limit=limit)

@@ -33,6 +33,7 @@ from .fts5 import FTS5_TABLES, TOKENIZER_STATE_KEY, Fts5Index, create_tables, ma
 from .hits import LEG_BM25, LEG_VECTOR, Hit, LegScore, ranked_hits
 from .hybrid import (
     DEFAULT_DEPTH,
+    DEFAULT_FUSION,
     DEFAULT_RRF_K,
     Fusion,
     HybridRecaller,
@@ -53,6 +54,7 @@ from .vector import ExactVectorIndex, VectorRecaller
 __all__ = [
     "DEFAULT_B",
     "DEFAULT_DEPTH",
+    "DEFAULT_FUSION",
     "DEFAULT_K1",
     "DEFAULT_RRF_K",
     "DEFAULT_TOKENIZER",

@@ -23,6 +23,7 @@ from .protocol import Keyed, Recaller
 
 __all__ = [
     "DEFAULT_DEPTH",
+    "DEFAULT_FUSION",
     "DEFAULT_RRF_K",
     "Fusion",
     "HybridRecaller",
@@ -84,6 +85,7 @@ class Fusion:
 
 
 DEFAULT_FUSION = Fusion()
+"""``Fusion()``: k 60, depth 3, every leg weighing 1."""
 
 
 def fuse(

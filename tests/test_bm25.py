@@ -1,0 +1,287 @@
+"""BM25 (recallers.bm25, recallers.fts5): the ranking agrees with rank-bm25 on the same tokens.
+
+rank-bm25's ``BM25Okapi(k1=1.2, b=0.75, epsilon=0)`` is the reference. Ours differs on purpose in
+one place: a term found in half the documents or more weighs 1e-6 (SQLite FTS5's floor) instead
+of 0, so it still makes a document a candidate; that moves a score by at most a few 1e-6.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+import random
+import sqlite3
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from rank_bm25 import BM25Okapi
+
+from agentmemory import Entry, MemStore, SqliteStore
+from recallers import (
+    DEFAULT_TOKENIZER,
+    IDF_FLOOR,
+    BM25Index,
+    Tokenizer,
+    create_tables,
+    document_terms,
+)
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+TOL = 1e-4  # absolute, on scores between about 0.5 and 30
+
+
+def _need_data(path: Path) -> Path:
+    if not path.exists():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{path} is missing; CI must provide ../shared/data")
+        pytest.skip(f"{path} is missing (the shared evaluation data sits beside the repo)")
+    return path
+
+
+def synthetic_corpus(n: int, seed: int = 7) -> list[Entry]:
+    """``n`` entries of Zipf-distributed words (a few very common, many rare), with meta."""
+    rng = random.Random(seed)
+    vocab = [f"w{i}" for i in range(400)]
+    weights = [1 / (i + 1) for i in range(len(vocab))]
+    out = []
+    for i in range(n):
+        words = rng.choices(vocab, weights, k=rng.randint(3, 40))
+        meta = {"description": " ".join(rng.choices(vocab, weights, k=3))} if i % 3 == 0 else None
+        out.append(Entry("corpus", f"doc-{i:04d}", " ".join(words), meta))
+    return out
+
+
+def synthetic_queries(seed: int = 11) -> list[str]:
+    rng = random.Random(seed)
+    vocab = [f"w{i}" for i in range(400)]
+    return [" ".join(rng.choices(vocab, k=rng.randint(1, 6))) for _ in range(40)] + [
+        "w0",  # in most documents: floored idf
+        "w0 w0 w399",  # repeats count twice
+        "doc-0007",  # a name
+    ]
+
+
+def locomo_corpus() -> tuple[list[Entry], list[str]]:
+    conv = json.loads(_need_data(DATA / "locomo" / "locomo-dev.json").read_text())[0]
+    entries = []
+    for key, turns in conv["conversation"].items():
+        if not key.startswith("session_") or not isinstance(turns, list):
+            continue
+        for t in turns:
+            name = t["dia_id"].lower().replace(":", "-")
+            entries.append(Entry("locomo", name, f"{t['speaker']}: {t['text']}"))
+    return entries, [qa["question"] for qa in conv["qa"][:60]]
+
+
+def reference_scores(entries: list[Entry], query: str, tok: Tokenizer) -> dict[str, float]:
+    """rank-bm25's scores of every entry, by ``scope/name``."""
+    bm25 = BM25Okapi([document_terms(e, tok) for e in entries], k1=1.2, b=0.75, epsilon=0)
+    scores = bm25.get_scores(tok(query))
+    return {e.key: float(s) for e, s in zip(entries, scores, strict=True)}
+
+
+def assert_agrees(found: list[tuple[str, float]], ref: dict[str, float], limit: int) -> None:
+    """``found`` (name, score), best first, is rank-bm25's top ``limit`` up to ties and the
+    1e-6 floor: same scores, same order, same set above the cut."""
+    for name, score in found:
+        assert score == pytest.approx(ref[name], abs=TOL), name
+    for (a, _), (b, _) in itertools.pairwise(found):
+        assert ref[a] >= ref[b] - TOL, f"{a} ranked above {b}"
+    positive = sorted((s for s in ref.values() if s > TOL), reverse=True)
+    if len(found) < limit:  # everything with a positive reference score was returned
+        assert len([1 for _, s in found if s > TOL]) == len(positive)
+    elif len(positive) > limit:
+        cut = positive[limit - 1]
+        must = {n for n, s in ref.items() if s > cut + TOL}
+        assert must <= {n for n, _ in found}
+
+
+@pytest.fixture
+def sqlite_store(tmp_path: Path) -> Iterator[SqliteStore]:
+    with SqliteStore(tmp_path / "bm25.sqlite3") as st:
+        yield st
+
+
+@pytest.mark.parametrize("corpus", ["synthetic", "locomo"])
+def test_ranking_agrees_with_rank_bm25(corpus: str, sqlite_store: SqliteStore) -> None:
+    if corpus == "synthetic":
+        entries, queries = synthetic_corpus(300), synthetic_queries()
+    else:
+        entries, queries = locomo_corpus()
+    mem = MemStore()
+    for e in entries:
+        mem.put(e)
+    sqlite_store.put_many(entries)
+    scope = entries[0].scope
+    checked = 0
+    for q in queries:
+        ref = reference_scores(entries, q, DEFAULT_TOKENIZER)
+        for st_ in (mem, sqlite_store):
+            for limit in (10, len(entries)):
+                found = st_.search_text(q, scopes=[scope], limit=limit)
+                assert_agrees([(e.key, s) for e, s in found], ref, limit)
+                checked += 1
+        if any(s > TOL for s in ref.values()):
+            hits = mem.recall(q, scopes=[scope], limit=5)
+            assert hits and hits[0].legs["bm25"].rank == 1
+    assert checked >= 4 * 40
+
+
+def test_every_score_of_the_in_memory_index_matches_rank_bm25() -> None:
+    entries = synthetic_corpus(200)
+    index: BM25Index[Entry] = BM25Index()
+    for e in entries:
+        index.put(e)
+    for q in synthetic_queries():
+        ref = reference_scores(entries, q, DEFAULT_TOKENIZER)
+        ours = index.scores(DEFAULT_TOKENIZER(q), scopes=["corpus"])
+        for key, want in ref.items():
+            scope, _, name = key.partition("/")
+            got = ours.get((scope, name), 0.0)
+            assert got == pytest.approx(want, abs=TOL), (q, key)
+
+
+def test_a_small_example_computed_by_hand(sqlite_store: SqliteStore) -> None:
+    # terms: d1 = [d1 apple banana] (3), d2 = [d2 apple cherry cherry] (4), d3 = [d3 durian] (2)
+    docs = [
+        Entry("fruit", "d1", "apple banana"),
+        Entry("fruit", "d2", "apple cherry cherry"),
+        Entry("fruit", "d3", "durian"),
+    ]
+    mem = MemStore()
+    for e in docs:
+        mem.put(e)
+    sqlite_store.put_many(docs)
+    avgdl = 9 / 3
+    # "cherry": N = 3, n = 1, tf = 2, |d2| = 4
+    want = math.log((3 - 1 + 0.5) / (1 + 0.5)) * (2 * 2.2) / (2 + 1.2 * (0.25 + 0.75 * 4 / avgdl))
+    assert want == pytest.approx(0.6421808, abs=1e-6)  # ln(5/3) * 4.4 / 3.5
+    # "apple": in 2 of 3 documents, idf ln(1.5 / 2.5) < 0 is floored; the shorter d1 wins
+    apple_d1 = IDF_FLOOR * 2.2 / (1 + 1.2 * (0.25 + 0.75 * 3 / avgdl))
+    apple_d2 = IDF_FLOOR * 2.2 / (1 + 1.2 * (0.25 + 0.75 * 4 / avgdl))
+    for st_ in (mem, sqlite_store):
+        [(e, score)] = st_.search_text("cherry", scopes=["fruit"], limit=5)
+        assert (e.name, score) == ("d2", pytest.approx(want, rel=1e-9))
+        got = [(e.name, s) for e, s in st_.search_text("apple", scopes=["fruit"], limit=5)]
+        assert got == [
+            ("d1", pytest.approx(apple_d1, rel=1e-6)),
+            ("d2", pytest.approx(apple_d2, rel=1e-6)),
+        ]
+        assert st_.search_text("kiwi", scopes=["fruit"], limit=5) == []
+        assert st_.search_text("the of", scopes=["fruit"], limit=5) == []
+
+
+def test_in_memory_statistics_are_those_of_the_requested_scopes() -> None:
+    a = synthetic_corpus(120, seed=1)
+    b = [Entry("other", e.name, e.content) for e in synthetic_corpus(80, seed=2)]
+    mem = MemStore()
+    for e in a + b:
+        mem.put(e)
+    for q in synthetic_queries()[:15]:
+        ref_a = reference_scores(a, q, DEFAULT_TOKENIZER)
+        found = mem.search_text(q, scopes=["corpus"], limit=10)
+        assert_agrees([(e.key, s) for e, s in found], ref_a, 10)
+        ref_ab = reference_scores(a + b, q, DEFAULT_TOKENIZER)
+        found = mem.search_text(q, scopes=["corpus", "other"], limit=10)
+        assert_agrees([(e.key, s) for e, s in found], ref_ab, 10)
+
+
+def test_the_index_follows_writes_without_a_rebuild(sqlite_store: SqliteStore) -> None:
+    rng = random.Random(3)
+    pool = synthetic_corpus(150, seed=5)
+    mem = MemStore()
+    live: dict[str, Entry] = {}
+    for step in range(400):
+        e = rng.choice(pool)
+        if e.name in live and rng.random() < 0.3:
+            mem.forget(e.scope, e.name)
+            sqlite_store.forget(e.scope, e.name)
+            del live[e.name]
+        else:
+            new = Entry(e.scope, e.name, f"{e.content} w{step % 50}")  # put and re-put
+            mem.put(new)
+            sqlite_store.put(new)
+            live[e.name] = new
+    final = sorted(live.values(), key=lambda e: e.name)
+    for q in synthetic_queries()[:20]:
+        ref = reference_scores(final, q, DEFAULT_TOKENIZER)
+        for st_ in (mem, sqlite_store):
+            found = st_.search_text(q, scopes=["corpus"], limit=len(final))
+            assert_agrees([(e.key, s) for e, s in found], ref, len(final))
+            assert {e.name for e, _ in found} <= set(live)
+
+
+def test_options_of_the_in_memory_index_are_checked() -> None:
+    with pytest.raises(ValueError, match="k1"):
+        BM25Index(k1=-1)
+    with pytest.raises(ValueError, match="b is"):
+        BM25Index(b=1.5)
+    index: BM25Index[Entry] = BM25Index(k1=0.9, b=0.4)
+    docs = synthetic_corpus(50)
+    for e in docs:
+        index.put(e)
+    q = "w3 w17"
+    ref = BM25Okapi([document_terms(e) for e in docs], k1=0.9, b=0.4, epsilon=0)
+    scores = ref.get_scores(DEFAULT_TOKENIZER(q))
+    want = {e.key: float(s) for e, s in zip(docs, scores, strict=True)}
+    found = index.search_text(q, scopes=["corpus"], limit=50)
+    assert_agrees([(e.key, s) for e, s in found], want, 50)
+
+
+@given(st.lists(st.text(max_size=60), min_size=1, max_size=4))
+def test_fts5_counts_exactly_our_terms(texts: list[str]) -> None:
+    tok = Tokenizer(stopwords=frozenset())
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        create_tables(conn)
+        conn.execute("CREATE VIRTUAL TABLE vocab USING fts5vocab(memory_lexical, 'instance')")
+        want: Counter[tuple[int, str]] = Counter()
+        for i, text in enumerate(texts, start=1):
+            terms = tok(text)
+            conn.execute(
+                "INSERT INTO memory_lexical (rowid, terms) VALUES (?, ?)", (i, " ".join(terms))
+            )
+            want.update((i, t) for t in terms)
+        got = Counter((int(d), str(t)) for t, d in conn.execute("SELECT term, doc FROM vocab"))
+        assert got == want
+    finally:
+        conn.close()
+
+
+def test_a_tokenizer_change_rebuilds_the_sqlite_index(tmp_path: Path) -> None:
+    path = tmp_path / "store.sqlite3"
+    with SqliteStore(path) as st_:
+        st_.put(Entry("user", "runner", "She was running the marathon"))
+        assert st_.search_text("runs", scopes=["user"], limit=5) == []
+        assert st_.search_text("the", scopes=["user"], limit=5) == []
+    with SqliteStore(path, tokenizer=Tokenizer(stopwords=frozenset(), stemmer="english")) as st_:
+        assert [e.name for e, _ in st_.search_text("runs", scopes=["user"], limit=5)] == ["runner"]
+        assert [e.name for e, _ in st_.search_text("the", scopes=["user"], limit=5)] == ["runner"]
+        st_.put(Entry("user", "walker", "He walks"))
+        assert [e.name for e, _ in st_.search_text("walking", scopes=["user"], limit=5)] == [
+            "walker"
+        ]
+    with SqliteStore(path) as st_:  # back to the default: rebuilt again
+        assert st_.search_text("runs", scopes=["user"], limit=5) == []
+        assert [e.name for e, _ in st_.search_text("walks", scopes=["user"], limit=5)] == ["walker"]
+
+
+def test_a_store_made_before_the_lexical_index_gets_one(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite3"
+    with SqliteStore(path) as st_:
+        st_.put(Entry("user", "prefs", "prefers dark mode"))
+    conn = sqlite3.connect(path)
+    conn.executescript(
+        "DROP TABLE memory_lexical; DROP TABLE memory_lexical_docs;"
+        " DELETE FROM store_schema WHERE version = 2;"
+        " DELETE FROM store_state WHERE key = 'lexical.tokenizer';"
+    )
+    conn.close()
+    with SqliteStore(path) as st_:
+        assert [h.entry.name for h in st_.recall("dark", scopes=["user"])] == ["prefs"]
