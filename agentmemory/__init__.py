@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from recallers import Hit
 
+from .chroma_store import ChromaStore, IndexReport
 from .entries import (
     DEFAULT_MAX_ENTRY_BYTES,
     MAX_META_BYTES,
@@ -35,6 +36,8 @@ from .errors import (
     EmptyQueryError,
     EntryTooLargeError,
     IndexOutOfStepError,
+    IndexOutOfStepWarning,
+    IndexWriteError,
     InvalidEntryError,
     ManifestBaseError,
     ManifestRecordError,
@@ -99,6 +102,7 @@ __all__ = [
     "AgentMemoryError",
     "BudgetError",
     "Change",
+    "ChromaStore",
     "ConflictError",
     "DataNotFoundError",
     "DownloadError",
@@ -108,6 +112,9 @@ __all__ = [
     "EntryTooLargeError",
     "Hit",
     "IndexOutOfStepError",
+    "IndexOutOfStepWarning",
+    "IndexReport",
+    "IndexWriteError",
     "InvalidEntryError",
     "LostUpdate",
     "Manifest",

@@ -12,6 +12,12 @@ The wording follows the Go module the contract comes from (reference/go-contract
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .entries import Change
+
+from collections.abc import Sequence
 
 import recallers
 
@@ -25,6 +31,8 @@ __all__ = [
     "EmptyQueryError",
     "EntryTooLargeError",
     "IndexOutOfStepError",
+    "IndexOutOfStepWarning",
+    "IndexWriteError",
     "InvalidEntryError",
     "ManifestBaseError",
     "ManifestRecordError",
@@ -234,6 +242,38 @@ class IndexOutOfStepError(AgentMemoryError):
 
     The message says what was found and how to repair it (usually ``reindex()``).
     """
+
+
+class IndexWriteError(IndexOutOfStepError):
+    """A write reached the journal, but the vector index could not be updated after it.
+
+    The write happened: ``get``, ``list``, ``search`` and the journal show it; only vector search
+    may miss it (or still find the old text) until the store brings the index up to date, which it
+    does at its next write, when it is next opened, or on ``repair()``. The original error is the
+    ``__cause__``.
+
+    Attributes:
+        path: the store.
+        changes: the journal records of the write, in order.
+    """
+
+    def __init__(self, path: str, changes: Sequence[Change], cause: BaseException) -> None:
+        self.path = path
+        self.changes = list(changes)
+        seqs = [c.seq for c in self.changes]
+        where = f"seq {seqs[0]}" if len(seqs) == 1 else f"seq {min(seqs)} to {max(seqs)}"
+        super().__init__(
+            f"agentmemory: store {path}: the write is in the journal ({where}) but the vector "
+            f"index was not updated ({type(cause).__name__}: {cause}); get, list and search see "
+            "it, vector search may miss it until the index catches up at the next write, at the "
+            "next open, or on repair()"
+        )
+
+
+class IndexOutOfStepWarning(UserWarning):
+    """A store opened with a vector index that misses what its journal holds (for example, its
+    Chroma folder was deleted). The store works; vector search misses the entries until
+    ``reindex()`` or ``repair()``; ``verify()`` lists them."""
 
 
 class DataNotFoundError(AgentMemoryError, FileNotFoundError):

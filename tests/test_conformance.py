@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from agentmemory import MemStore, SqliteStore, Store
+from agentmemory import ChromaStore, MemStore, SqliteStore, Store
 from agentmemory.testing import CASES, Harness
+from embedders import HashingEmbedder
 
 BOUNDS = [4096, 256]
 
@@ -31,7 +32,23 @@ def sqlite_harness(tmp_path: Path, bound: int) -> Harness:
     return Harness(new=new, reopen=reopen)
 
 
+def chroma_harness(tmp_path: Path, bound: int) -> Harness:
+    made = itertools.count()
+
+    def new() -> Store:
+        return ChromaStore.open(
+            tmp_path / f"chroma-{next(made)}", embedder=HashingEmbedder(64), max_entry_bytes=bound
+        )
+
+    def reopen(st: Store) -> Store:
+        assert isinstance(st, ChromaStore)
+        return ChromaStore.open(st.path, embedder=st.embedder, max_entry_bytes=st.max_entry_bytes)
+
+    return Harness(new=new, reopen=reopen)
+
+
 HARNESSES: dict[str, Callable[[Path, int], Harness]] = {
+    "chroma": chroma_harness,
     "mem": mem_harness,
     "sqlite": sqlite_harness,
 }

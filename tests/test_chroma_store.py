@@ -1,0 +1,189 @@
+"""ChromaStore on an embedded Chroma folder: the shared store cases (tests/chroma_store_cases.py),
+then what only the embedded store has: a process killed between the journal and the index, the
+folder lock against a second process, a dead holder's lock, and the real packaged model."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from chroma_store_cases import CASES, DIM, Backend, embed, keys
+
+from agentmemory import ChromaStore, Entry, SqliteStore, StoreLockedError
+from agentmemory.chroma_store import CHROMA_FOLDER, JOURNAL_FILE
+from agentmemory.folder_lock import LOCK_FILE_NAME, FolderLock
+from embedders import HashingEmbedder
+
+REPO = Path(__file__).resolve().parents[1]
+CHILD_TIMEOUT_S = 120
+
+
+def open_embedded(path: Path, **kwargs: Any) -> ChromaStore:
+    kwargs.setdefault("embedder", HashingEmbedder(DIM))
+    return ChromaStore.open(path, **kwargs)
+
+
+def lose_folder(path: Path) -> None:
+    shutil.rmtree(path / CHROMA_FOLDER)
+
+
+def folder_client(path: Path) -> Any:
+    # The store shares its client per folder in this process; reach it through a handle.
+    with open_embedded(path) as st:
+        return st.client
+
+
+EMBEDDED = Backend("embedded", open_embedded, lose_folder, folder_client)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.__name__.removeprefix("case_"))
+def test_embedded(case: Callable[[Backend, Path], None], tmp_path: Path) -> None:
+    case(EMBEDDED, tmp_path / "store")
+
+
+def run_child(script: str, *args: str, **popen: Any) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(script), *args],
+        cwd=REPO,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        **popen,
+    )
+
+
+CRASH_CHILD = """
+    import os, signal, sys
+    from agentmemory import ChromaStore, Entry
+    from agentmemory import chroma_store
+    from embedders import HashingEmbedder
+
+    st = ChromaStore.open(sys.argv[1], embedder=HashingEmbedder(int(sys.argv[2])))
+    st.put(Entry("user", "before", "written and indexed before the crash"))
+    chroma_store._after_commit_hook = lambda changes: os.kill(os.getpid(), signal.SIGKILL)
+    st.put_many([Entry("bulk", f"e{i}", f"bulk entry {i} word{i}") for i in range(600)])
+    print("not killed")
+"""
+
+
+def test_sigkill_between_journal_and_index_is_repaired_on_open(tmp_path: Path) -> None:
+    """A process killed after its journal commit and before its index write: the journal holds
+    the write, the cursor stayed behind it, and reopening (taking over the dead process's lock)
+    indexes it; verify() is clean."""
+    store = tmp_path / "store"
+    child = run_child(CRASH_CHILD, str(store), str(DIM))
+    out, err = child.communicate(timeout=CHILD_TIMEOUT_S)
+    assert child.returncode == -signal.SIGKILL, (out, err)
+    assert "not killed" not in out
+    with SqliteStore(store / JOURNAL_FILE) as journal:
+        assert journal.last_seq() == 601
+        assert journal.get_state("chroma-index:agentmemory:cursor") == "1"
+    with open_embedded(store) as st:
+        report = st.verify()
+        assert report.ok and report.live == report.indexed == 601, report
+        assert st.index_cursor == 601
+        hits = st.search_vector(embed("bulk entry 599 word599"), limit=1, scopes=["bulk"])
+        assert keys(hits) == ["bulk/e599"] and hits[0][1] > 0.999
+        assert json.loads((store / LOCK_FILE_NAME).read_text())["pid"] == os.getpid()
+
+
+HOLDER_CHILD = """
+    import sys
+    from agentmemory import ChromaStore, Entry
+    from embedders import HashingEmbedder
+
+    with ChromaStore.open(sys.argv[1], embedder=HashingEmbedder(int(sys.argv[2]))) as st:
+        st.put(Entry("user", "held", "the holder wrote this"))
+        print("ready", flush=True)
+        sys.stdin.readline()
+"""
+
+
+def test_second_process_gets_store_locked_naming_the_holder(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    child = run_child(HOLDER_CHILD, str(store), str(DIM), stdin=subprocess.PIPE)
+    try:
+        assert child.stdout is not None and child.stdin is not None
+        line = child.stdout.readline()
+        assert line.strip() == "ready", (line, child.stderr.read() if child.stderr else "")
+        with pytest.raises(StoreLockedError) as info:
+            open_embedded(store, lock_timeout_s=0.5)
+        err = info.value
+        assert f"pid {child.pid} on host" in err.holder
+        assert f"pid {child.pid}" in str(err) and "HttpClient" in str(err)
+        assert err.path == str(store)
+        child.stdin.write("\n")
+        child.stdin.flush()
+        assert child.wait(timeout=CHILD_TIMEOUT_S) == 0
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    with open_embedded(store) as st:
+        assert st.get("user", "held").content == "the holder wrote this"
+        assert st.verify().ok
+
+
+def test_dead_holders_lock_file_is_taken_over(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    store.mkdir()
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    (store / LOCK_FILE_NAME).write_text(
+        json.dumps({"pid": gone.pid, "host": os.uname().nodename, "since": "2026-01-01T00:00:00Z"})
+    )
+    with open_embedded(store) as st:
+        st.put(Entry("user", "mine", "now"))
+        holder = json.loads((store / LOCK_FILE_NAME).read_text())
+        assert holder["pid"] == os.getpid()
+
+
+def test_folder_lock_is_held_while_any_handle_is_open(tmp_path: Path) -> None:
+    """Handles in one process share one lock: a separate lock on the folder is refused until
+    the last handle closes."""
+    store = tmp_path / "store"
+    first = open_embedded(store)
+    second = open_embedded(store)
+    assert first.client is second.client
+    first.close()
+    with pytest.raises(StoreLockedError, match=f"pid {os.getpid()}"):
+        FolderLock.acquire(store, timeout_s=0.1)
+    second.close()
+    with FolderLock.acquire(store, timeout_s=0.1) as lock:
+        assert f"pid {os.getpid()}" in lock.holder()
+
+
+def test_collection_prefix_is_checked(tmp_path: Path) -> None:
+    for bad in ("", "_x", "a.b", "a b", "x" * 201):
+        with pytest.raises(ValueError, match="collection_prefix"):
+            open_embedded(tmp_path / "bad", collection_prefix=bad)
+    with open_embedded(tmp_path / "s", collection_prefix="mem_1") as st:
+        st.put(Entry("a", "x", "a one-letter scope gets a valid collection name"))
+        assert st.collection_name("a") == "mem_1_a"
+        assert [c.name for c in st.client.list_collections()] == ["mem_1_a"]
+
+
+@pytest.mark.slow
+def test_real_packaged_model_ranks_by_meaning(tmp_path: Path) -> None:
+    """The packaged all-MiniLM-L6-v2, offline: a cat on a mat is nearer a feline on a rug than
+    quarterly revenue, through the store's Chroma index."""
+    from embedders import SentenceTransformerEmbedder
+
+    embedder = SentenceTransformerEmbedder()
+    with ChromaStore.open(tmp_path / "store", embedder=embedder) as st:
+        st.put(Entry("user", "feline", "a feline rested on the rug"))
+        st.put(Entry("user", "revenue", "quarterly revenue grew 5%"))
+        query = embedder.embed(["the cat sat on the mat"])[0]
+        hits = st.search_vector(query, limit=2, scopes=["user"])
+        assert keys(hits) == ["user/feline", "user/revenue"]
+        assert hits[0][1] > hits[1][1] + 0.2
+        assert st.verify().ok
