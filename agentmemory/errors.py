@@ -14,12 +14,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+import recallers
+
 if TYPE_CHECKING:
     from .entries import Change
-
-from collections.abc import Sequence
-
-import recallers
 
 __all__ = [
     "AgentMemoryError",
