@@ -1,0 +1,502 @@
+"""store.recall: BM25, vector and hybrid (RRF) recall on the small inputs of issue 5, and the
+fusion rules (SPEC section 6).
+
+Lexical stores: MemStore and SqliteStore. Stores with vectors: ChromaStore once it has
+``recall``, and ``VecMem`` below (a MemStore plus an exact numpy vector index, composed the way a
+store with vectors composes its recall), with the deterministic hashing embedder; the two
+semantic cases use the packaged all-MiniLM-L6-v2.
+"""
+
+from __future__ import annotations
+
+import builtins
+import types
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+import agentmemory
+import recallers
+from agentmemory import (
+    EmptyQueryError,
+    Entry,
+    Hit,
+    InvalidEntryError,
+    MemStore,
+    RecallModeError,
+    SqliteStore,
+)
+from agentmemory.store import recall_entries
+from embedders import DEFAULT_EMBEDDER, Embedder, HashingEmbedder
+from recallers import (
+    BM25Index,
+    BM25Recaller,
+    ExactVectorIndex,
+    Fusion,
+    HybridRecaller,
+    LegScore,
+    NoLegAnsweredError,
+    VectorRecaller,
+    fuse,
+)
+
+# -- stores ---------------------------------------------------------------------------------
+
+
+class VecMem:
+    """A MemStore with an exact vector index kept in step by put and forget: what a store with
+    vectors looks like to recall (``search_text``, ``search_vector``, ``embedder``)."""
+
+    def __init__(self, embedder: Embedder, *, min_score: float | None = None) -> None:
+        self.mem = MemStore()
+        self.embedder = embedder
+        self.index: ExactVectorIndex[Entry] = ExactVectorIndex(embedder.dim)
+        self.min_score = min_score
+        self.searches = 0
+
+    def put(self, entry: Entry) -> agentmemory.Change:
+        change = self.mem.put(entry)
+        text = f"{entry.description}\n\n{entry.content}" if entry.description else entry.content
+        self.index.put(change.entry, self.embedder.embed([text])[0])
+        return change
+
+    def get(self, scope: str, name: str) -> Entry:
+        return self.mem.get(scope, name)
+
+    def forget(self, scope: str, name: str) -> agentmemory.Change:
+        change = self.mem.forget(scope, name)
+        self.index.remove(scope, name)
+        return change
+
+    def search_text(
+        self, query: str, *, scopes: Sequence[str], limit: int
+    ) -> list[tuple[Entry, float]]:
+        self.searches += 1
+        return self.mem.search_text(query, scopes=scopes, limit=limit)
+
+    def search_vector(
+        self, vector: npt.NDArray[np.float32], *, limit: int, scopes: Sequence[str]
+    ) -> list[tuple[Entry, float]]:
+        self.searches += 1
+        return self.index.search_vector(vector, limit=limit, scopes=scopes)
+
+    def recall(
+        self, query: str, *, scopes: Sequence[str], limit: int = 5, mode: str = "auto"
+    ) -> list[Hit[Entry]]:
+        return recall_entries(
+            self,
+            query,
+            scopes=scopes,
+            limit=limit,
+            mode=mode,
+            bm25=BM25Recaller(self),
+            vector=VectorRecaller(self, self.embedder, min_score=self.min_score),
+        )
+
+    def close(self) -> None:
+        pass
+
+
+def _chroma(tmp_path: Path, embedder: Embedder) -> object:
+    cls = getattr(agentmemory, "ChromaStore", None)
+    if cls is None or not hasattr(cls, "recall"):
+        pytest.skip("ChromaStore.recall has not landed yet")
+    return cls.open(tmp_path / "chroma", embedder=embedder)
+
+
+LEXICAL: dict[str, Callable[[Path], object]] = {
+    "mem": lambda tmp: MemStore(),
+    "sqlite": lambda tmp: SqliteStore(tmp / "recall.sqlite3"),
+}
+VECTOR: dict[str, Callable[[Path], object]] = {
+    "vecmem": lambda tmp: VecMem(HashingEmbedder(256)),
+    "chroma": lambda tmp: _chroma(tmp, HashingEmbedder(256)),
+}
+EVERY = {**LEXICAL, **VECTOR}
+
+
+def _open(kind: str, tmp_path: Path) -> Iterator[object]:
+    st = EVERY[kind](tmp_path)
+    try:
+        yield st
+    finally:
+        st.close()  # type: ignore[attr-defined]
+
+
+@pytest.fixture(params=sorted(EVERY))
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[object]:
+    yield from _open(request.param, tmp_path)
+
+
+@pytest.fixture(params=sorted(LEXICAL))
+def lexical_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[object]:
+    yield from _open(request.param, tmp_path)
+
+
+@pytest.fixture(params=sorted(VECTOR))
+def vector_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[object]:
+    yield from _open(request.param, tmp_path)
+
+
+def _modes(st: object) -> list[str]:
+    return ["auto", "bm25"] if isinstance(st, MemStore | SqliteStore) else [
+        "auto", "bm25", "vector", "hybrid"
+    ]  # fmt: skip
+
+
+def _put(st: object, *entries: Entry) -> None:
+    for e in entries:
+        st.put(e)  # type: ignore[attr-defined]
+
+
+def _names(st: object, query: str, scopes: Sequence[str] = ("user",), **kw: object) -> list[str]:
+    hits = st.recall(query, scopes=list(scopes), **kw)  # type: ignore[attr-defined]
+    return [h.entry.name for h in hits]
+
+
+CODE = [
+    Entry("user", "calls", "call FOO_BAR_BAZ then parseHTMLResponse()"),
+    Entry("user", "bar-hours", "the bar opens late on fridays"),
+    Entry("user", "placeholders", "baz and qux are placeholder names; so is foo"),
+    Entry("user", "parsing", "parse the response, then render the html"),
+    Entry("user", "unrelated", "buy oat milk and coffee beans"),
+]
+
+# -- the small inputs of issue 5 --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("query", "first"),
+    [
+        ("bar baz", False),
+        ("html response", False),
+        ("FOO_BAR_BAZ", True),
+        ("parsehtmlresponse", True),
+    ],
+)
+def test_identifiers_are_found_by_their_parts_and_whole(
+    store: object, query: str, first: bool
+) -> None:
+    _put(store, *CODE)
+    for mode in _modes(store):
+        found = _names(store, query, mode=mode)
+        assert "calls" in found, mode
+        if first:
+            assert found[0] == "calls", mode
+    assert _names(store, "parsehtmlresponse", mode="bm25") == ["calls"]
+
+
+def test_cjk_and_full_and_half_width_forms_match(store: object) -> None:
+    _put(
+        store,
+        Entry("user", "chinese", "今天玩成语接龙游戏"),
+        Entry("user", "japanese", "今日はしりとりをした"),
+        Entry("user", "katakana", "ｼﾘﾄﾘ大会に出た"),  # half-width katakana
+        Entry("user", "wide", "ＦＯＯ＿ＢＡＲ　ｓｅｔｔｉｎｇ"),  # full-width Latin
+        Entry("user", "other", "played chess all afternoon"),
+    )
+    for mode in _modes(store):
+        if mode == "vector":
+            continue  # the hashing embedder reads a CJK run as one word: no meaning to find
+        assert _names(store, "成语接龙", mode=mode)[0] == "chinese", mode
+        assert _names(store, "しりとり", mode=mode)[0] == "japanese", mode
+    assert _names(store, "シリトリ", mode="bm25") == ["katakana"]
+    assert _names(store, "foo_bar setting", mode="bm25")[0] == "wide"
+    assert _names(store, "ＣＨＥＳＳ", mode="bm25") == ["other"]
+
+
+def test_dark_mode_is_remembered_by_its_words(store: object) -> None:
+    _put(
+        store,
+        Entry("user", "editor-theme", "User prefers dark mode in editors"),
+        Entry("user", "lunch", "Usually eats lunch at noon"),
+        Entry("user", "light", "The office has good light in the morning"),
+    )
+    for mode in _modes(store):
+        assert _names(store, "do you remember what I said about dark mode?", mode=mode)[0] == (
+            "editor-theme"
+        ), mode
+
+
+@pytest.mark.parametrize("query", ["the of and to", "what?!"])
+def test_stopword_queries_run_and_the_vector_leg_still_answers(store: object, query: str) -> None:
+    _put(
+        store,
+        Entry("user", "plan", "what is the plan for the release of the app?"),
+        Entry("user", "tea", "green tea and to-do lists"),
+    )
+    assert _names(store, query, mode="bm25") == []
+    if "vector" in _modes(store):
+        for mode in ("auto", "hybrid", "vector"):
+            hits = store.recall(query, scopes=["user"], mode=mode)  # type: ignore[attr-defined]
+            assert hits, mode
+            assert all(set(h.legs) == {"vector"} for h in hits), mode
+    else:
+        assert _names(store, query) == []
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\t\n"])
+def test_an_empty_query_is_refused_and_nothing_is_searched(store: object, query: str) -> None:
+    _put(store, *CODE)
+    for mode in _modes(store):
+        with pytest.raises(EmptyQueryError, match="query is empty; give one or more words"):
+            store.recall(query, scopes=["user"], mode=mode)  # type: ignore[attr-defined]
+    if isinstance(store, VecMem):
+        assert store.searches == 0
+    assert issubclass(EmptyQueryError, recallers.EmptyQueryError)
+    assert issubclass(EmptyQueryError, ValueError)
+
+
+def test_empty_forgotten_and_unknown_scopes_give_no_hits(store: object) -> None:
+    _put(store, Entry("gone", "a", "dark mode"), Entry("gone", "b", "light mode"))
+    store.forget("gone", "a")  # type: ignore[attr-defined]
+    store.forget("gone", "b")  # type: ignore[attr-defined]
+    for mode in _modes(store):
+        assert _names(store, "dark mode", scopes=["gone"], mode=mode) == []
+        assert _names(store, "dark mode", scopes=["never-used"], mode=mode) == []
+        assert _names(store, "dark mode", scopes=[], mode=mode) == []
+    with pytest.raises(InvalidEntryError, match="not kebab-case"):
+        _names(store, "dark mode", scopes=["Not Kebab"])
+
+
+@pytest.mark.parametrize(
+    "query", ["BENCH-100821", "GB/s", "don't", "C++", "(foo", '"unterminated', "NEAR(", "a OR"]
+)
+def test_awkward_queries_never_raise(store: object, query: str) -> None:
+    _put(
+        store,
+        Entry("user", "bench", "run BENCH-100821 measured 12 GB/s; don't trust C++ (foo"),
+        Entry("user", "quote", 'she said "unterminated and NEAR( and a OR b'),
+    )
+    for mode in _modes(store):
+        store.recall(query, scopes=["user"], mode=mode)  # type: ignore[attr-defined]
+    assert _names(store, "BENCH-100821", mode="bm25") == ["bench"]
+
+
+def test_forgotten_entries_never_come_back_and_a_resave_is_found_by_its_new_text(
+    store: object,
+) -> None:
+    _put(
+        store,
+        Entry("user", "deploys", "the migration runs on fridays"),
+        Entry("user", "pets", "has a cat called miso"),
+    )
+    store.forget("user", "deploys")  # type: ignore[attr-defined]
+    for mode in _modes(store):
+        assert "deploys" not in _names(store, "migration fridays", mode=mode), mode
+    _put(store, Entry("user", "deploys", "releases ship every tuesday"))
+    for mode in _modes(store):
+        assert _names(store, "releases tuesday", mode=mode)[0] == "deploys", mode
+    assert _names(store, "migration fridays", mode="bm25") == []
+    if "vector" in _modes(store):
+        hits = store.recall("migration fridays", scopes=["user"], mode="vector")  # type: ignore[attr-defined]
+        old = [h.score for h in hits if h.entry.name == "deploys"]
+        assert all(s < 0.2 for s in old), "the vector still holds the old text"
+
+
+def test_modes_a_store_cannot_serve_are_refused(lexical_store: object) -> None:
+    _put(lexical_store, *CODE)
+    for mode in ("vector", "hybrid"):
+        with pytest.raises(RecallModeError, match="needs a vector index"):
+            _names(lexical_store, "bar", mode=mode)
+    with pytest.raises(RecallModeError, match="not one of auto, hybrid, bm25, vector"):
+        _names(lexical_store, "bar", mode="fuzzy")
+    with pytest.raises(ValueError, match="positive integer"):
+        _names(lexical_store, "bar", limit=0)
+    with pytest.raises(TypeError, match="not the str"):
+        lexical_store.recall("bar", scopes="user")  # type: ignore[attr-defined]
+
+
+def test_hits_carry_the_entry_the_score_and_each_legs_rank(store: object) -> None:
+    _put(store, *CODE)
+    hits = store.recall("FOO_BAR_BAZ", scopes=["user"], limit=3)  # type: ignore[attr-defined]
+    assert 1 <= len(hits) <= 3
+    top = hits[0]
+    assert isinstance(top, agentmemory.Hit) and agentmemory.Hit is recallers.Hit
+    assert top.entry == store.get("user", "calls")  # type: ignore[attr-defined]
+    assert top.legs["bm25"].rank == 1 and top.legs["bm25"].score > 0
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    if "vector" in _modes(store):
+        assert set(top.legs) == {"bm25", "vector"}
+        assert top.score == pytest.approx(
+            1 / (60 + top.legs["bm25"].rank) + 1 / (60 + top.legs["vector"].rank)
+        )
+    else:
+        assert top.score == top.legs["bm25"].score
+    with pytest.raises(TypeError):
+        top.legs["bm25"] = LegScore(9, 9.0)  # type: ignore[index]
+
+
+def test_ties_break_by_scope_order_then_name(store: object) -> None:
+    for scope in ("project", "user"):
+        _put(store, Entry(scope, "nb", "same words here"), Entry(scope, "na", "same words here"))
+    for mode in _modes(store):
+        hits = store.recall("same words", scopes=["user", "project"], mode=mode)  # type: ignore[attr-defined]
+        assert [h.entry.key for h in hits] == ["user/na", "user/nb", "project/na", "project/nb"]
+
+
+# -- fusion -----------------------------------------------------------------------------------
+
+
+def _hit(leg: str, key: str, score: float = 1.0) -> Hit[Entry]:
+    scope, name = key.split("/")
+    return Hit(Entry(scope, name, "x"), score, types.MappingProxyType({leg: LegScore(0, score)}))
+
+
+def test_rrf_uses_ranks_from_one_and_k_60() -> None:
+    # the Go test's rankings [[A, B, C], [A, B]]: A = 2/61, B = 2/62, C = 1/63 (paper's RRF)
+    rankings = {
+        "bm25": [_hit("bm25", "u/a", 9.0), _hit("bm25", "u/b", 5.0), _hit("bm25", "u/c", 1.0)],
+        "vector": [_hit("vector", "u/a", 0.9), _hit("vector", "u/b", 0.8)],
+    }
+    fused = fuse(rankings, scopes=["u"], limit=3)
+    assert [(h.entry.name, h.score) for h in fused] == [
+        ("a", pytest.approx(2 / 61)),
+        ("b", pytest.approx(2 / 62)),
+        ("c", pytest.approx(1 / 63)),
+    ]
+    assert dict(fused[1].legs) == {"bm25": LegScore(2, 5.0), "vector": LegScore(2, 0.8)}
+    assert dict(fused[2].legs) == {"bm25": LegScore(3, 1.0)}
+    assert fuse(rankings, scopes=["u"], limit=1)[0].entry.name == "a"
+    weighted = fuse(rankings, scopes=["u"], limit=3, fusion=Fusion(k=10, weights={"bm25": 2}))
+    assert weighted[2].score == pytest.approx(2 / 13)
+
+
+def test_equal_fused_scores_break_by_scope_order_then_name() -> None:
+    rankings = {
+        "bm25": [_hit("bm25", "user/zed"), _hit("bm25", "project/b")],
+        "vector": [_hit("vector", "project/a"), _hit("vector", "user/amy")],
+    }
+    fused = fuse(rankings, scopes=["project", "user"], limit=4)
+    assert [h.entry.key for h in fused] == ["project/a", "user/zed", "project/b", "user/amy"]
+
+
+def test_fusion_parameters_are_checked() -> None:
+    for bad in ({"k": 0}, {"depth": 0}, {"weights": {"bm25": -1}}, {"depths": {"vector": 0}}):
+        with pytest.raises(ValueError):
+            Fusion(**bad)  # type: ignore[arg-type]
+    f = Fusion(depth=2, depths={"vector": 5}, weights={"vector": 0.5})
+    assert (f.leg_limit("bm25", 4), f.leg_limit("vector", 4)) == (8, 20)
+    assert (f.weight("bm25"), f.weight("vector")) == (1.0, 0.5)
+
+
+class CountingSource:
+    """A real in-memory BM25 index that records the ``limit`` each search asks for."""
+
+    def __init__(self, entries: Sequence[Entry]) -> None:
+        self.index: BM25Index[Entry] = BM25Index()
+        for e in entries:
+            self.index.put(e)
+        self.limits: list[int] = []
+
+    def search_text(
+        self, query: str, *, scopes: Sequence[str], limit: int
+    ) -> builtins.list[tuple[Entry, float]]:
+        self.limits.append(limit)
+        return self.index.search_text(query, scopes=scopes, limit=limit)
+
+
+def _vectors(entries: Sequence[Entry], embedder: Embedder) -> ExactVectorIndex[Entry]:
+    index: ExactVectorIndex[Entry] = ExactVectorIndex(embedder.dim)
+    index.put_many(entries, embedder.embed([e.content for e in entries]))
+    return index
+
+
+def test_each_leg_is_read_to_three_times_the_limit_and_a_broken_leg_is_skipped(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    entries = [Entry("user", f"e{i}", f"alpha note {i}") for i in range(20)]
+    source = CountingSource(entries)
+    emb = HashingEmbedder(64)
+    good = VectorRecaller(_vectors(entries, emb), emb)
+    broken = VectorRecaller(_vectors(entries, emb), HashingEmbedder(32))  # wrong width: raises
+    hybrid = HybridRecaller([BM25Recaller(source), good])
+    assert len(hybrid.recall("alpha", scopes=["user"], limit=4)) == 4
+    assert source.limits == [12]
+    hybrid = HybridRecaller([BM25Recaller(source), broken], fusion=Fusion(depths={"bm25": 5}))
+    hits = hybrid.recall("alpha", scopes=["user"], limit=2)
+    assert source.limits[-1] == 10
+    assert len(hits) == 2 and all(set(h.legs) == {"bm25"} for h in hits)
+    assert "recall leg vector failed" in caplog.text
+    with pytest.raises(NoLegAnsweredError, match="every recall leg failed"):
+        HybridRecaller([broken]).recall("alpha", scopes=["user"], limit=2)
+    # a leg that finds nothing adds nothing
+    hits = HybridRecaller([BM25Recaller(source), good]).recall("zzz", scopes=["user"], limit=3)
+    assert hits and all(set(h.legs) == {"vector"} for h in hits)
+    # a leg weighing 0 is not asked
+    before = len(source.limits)
+    HybridRecaller([BM25Recaller(source), good], fusion=Fusion(weights={"bm25": 0})).recall(
+        "alpha", scopes=["user"], limit=2
+    )
+    assert len(source.limits) == before
+    with pytest.raises(ValueError, match="distinct names"):
+        HybridRecaller([good, good])
+
+
+def test_the_vector_floor_applies_before_fusion() -> None:
+    # reference/go-recall.md 3: a far entry, the hint "oh hi"
+    entries = [Entry("user", "deploys", "deploy runs on fridays"), Entry("user", "hi", "oh hi")]
+    emb = HashingEmbedder(256)
+    index = _vectors(entries[:1], emb)
+    assert VectorRecaller(index, emb, min_score=0.9).recall("oh hi", scopes=["user"], limit=5) == []
+    assert VectorRecaller(index, emb).recall("oh hi", scopes=["user"], limit=5)
+    lexical = CountingSource(entries[:1])
+    floored = HybridRecaller([VectorRecaller(index, emb, min_score=0.9), BM25Recaller(lexical)])
+    assert floored.recall("oh hi", scopes=["user"], limit=5) == []
+    hits = floored.recall("fridays", scopes=["user"], limit=5)  # back only by an exact word
+    assert [(h.entry.name, set(h.legs)) for h in hits] == [("deploys", {"bm25"})]
+
+
+# -- the real model ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def model() -> Embedder:
+    import embedders
+
+    return embedders.get(DEFAULT_EMBEDDER)
+
+
+@pytest.fixture(params=["vecmem", "chroma"])
+def model_store(
+    request: pytest.FixtureRequest, model: Embedder, tmp_path: Path
+) -> Iterator[object]:
+    st = VecMem(model) if request.param == "vecmem" else _chroma(tmp_path, model)
+    try:
+        yield st
+    finally:
+        st.close()  # type: ignore[attr-defined]
+
+
+@pytest.mark.slow
+def test_the_model_remembers_dark_mode(model_store: object) -> None:
+    _put(
+        model_store,
+        Entry("user", "editor-theme", "User prefers dark mode in editors"),
+        Entry("user", "lunch", "Usually eats lunch at noon"),
+        Entry("user", "commute", "Cycles to work when it is not raining"),
+    )
+    query = "do you remember what I said about dark mode?"
+    for mode in ("auto", "vector", "hybrid"):
+        assert _names(model_store, query, mode=mode)[0] == "editor-theme", mode
+
+
+@pytest.mark.slow
+def test_a_match_by_meaning_alone_stays_in_the_top_three(model_store: object) -> None:
+    query = "What did I say about being afraid of flying?"
+    _put(
+        model_store,
+        # shares no word with the query, means the same
+        Entry("user", "travel-anxiety", "Gets anxious on planes and avoids air travel."),
+        # share only common words with it
+        Entry("user", "quiz", "What is the capital of France? It was asked in the quiz."),
+        Entry("user", "chores", "I did the laundry on Sunday before they came over."),
+        Entry("user", "deadline", "About the project: it is due at the end of May."),
+        Entry("user", "office", "They were at the office by nine and left after six."),
+        Entry("user", "punctual", "Being on time is important to him."),
+    )
+    assert "travel-anxiety" in _names(model_store, query, mode="hybrid", limit=5)[:3]
+    assert "travel-anxiety" in _names(model_store, query, limit=3)
