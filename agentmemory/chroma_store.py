@@ -57,6 +57,7 @@ import numpy as np
 import numpy.typing as npt
 
 from embedders import Embedder
+from recallers import DEFAULT_FUSION, BM25Recaller, Fusion, Hit, VectorRecaller
 
 from .entries import (
     DEFAULT_MAX_ENTRY_BYTES,
@@ -76,6 +77,7 @@ from .errors import (
 from .folder_lock import DEFAULT_LOCK_TIMEOUT_S, FolderLock
 from .mem_store import utc_now
 from .sqlite_store import DEFAULT_BUSY_TIMEOUT_S, SqliteStore, _row_entry
+from .store import recall_entries
 
 __all__ = [
     "CHROMA_FOLDER",
@@ -358,6 +360,7 @@ class ChromaStore:
         lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
         busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
         clock: Callable[[], datetime] = utc_now,
+        fusion: Fusion = DEFAULT_FUSION,
     ) -> None:
         """Open (or create) the store in folder ``path``; the same as :meth:`open`."""
         if not isinstance(embedder, Embedder):
@@ -378,6 +381,7 @@ class ChromaStore:
         self._embedder = embedder
         self._prefix = collection_prefix
         self._embedded = client is None
+        self._fusion = fusion
         self._closed = False
         self._state_keys = {
             k: f"{_STATE_NS}:{collection_prefix}:{k}" for k in ("cursor", "embedder", "lost")
@@ -420,6 +424,7 @@ class ChromaStore:
         lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
         busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
         clock: Callable[[], datetime] = utc_now,
+        fusion: Fusion = DEFAULT_FUSION,
     ) -> Self:
         """Open (or create) the store in folder ``path`` and bring its index up to date.
 
@@ -439,6 +444,8 @@ class ChromaStore:
                 in seconds.
             busy_timeout_s: how long a journal write waits for another writer, in seconds.
             clock: the time stamped on writes (for tests).
+            fusion: the parameters of :meth:`recall`'s hybrid (``recallers.Fusion``; RRF with
+                k = 60 by default).
 
         Opening replays the journal records the index cursor has not seen (a crash between a
         journal commit and its index update loses nothing). When the index lacks whole scopes
@@ -465,6 +472,7 @@ class ChromaStore:
             lock_timeout_s=lock_timeout_s,
             busy_timeout_s=busy_timeout_s,
             clock=clock,
+            fusion=fusion,
         )
 
     # -- opening -----------------------------------------------------------------------------
@@ -594,6 +602,33 @@ class ChromaStore:
         """The reference word search of :meth:`agentmemory.SqliteStore.search` (every word in
         name, meta values or content, any case), at most ``limit`` when ``limit > 0``."""
         return self._journal.search(scopes, query, limit)
+
+    def recall(
+        self, query: str, *, scopes: Sequence[str], limit: int = 5, mode: str = "auto"
+    ) -> builtins.list[Hit[Entry]]:
+        """At most ``limit`` live entries of ``scopes`` ranked for ``query``, best first.
+
+        ``mode``: ``"auto"`` and ``"hybrid"`` fuse the BM25 leg (the journal's FTS5 index) with
+        the vector leg (:meth:`search_vector` of the query embedded by :attr:`embedder`) by
+        reciprocal rank fusion (``fusion``, k = 60; Cormack, Clarke and Buettcher, SIGIR 2009);
+        ``"bm25"`` and ``"vector"`` return one leg, its raw score as ``score``. Each hit reports
+        every leg's rank and raw score.
+
+        Raises :class:`~agentmemory.EmptyQueryError`, :class:`~agentmemory.InvalidEntryError`
+        (a scope), ``ValueError`` (``limit`` under 1) and :class:`~agentmemory.RecallModeError`
+        (an unknown mode); see :func:`agentmemory.store.recall_entries`.
+        """
+        self._check_open()
+        return recall_entries(
+            self,
+            query,
+            scopes=scopes,
+            limit=limit,
+            mode=mode,
+            bm25=BM25Recaller(self._journal),
+            vector=VectorRecaller(self, self._embedder),
+            fusion=self._fusion,
+        )
 
     def journal(self, after: int = 0) -> Iterator[Change]:
         """Yield every journal record with ``seq > after`` in order."""

@@ -322,6 +322,32 @@ def case_two_handles_share_the_index(b: Backend, tmp: Path) -> None:
         second.close()
 
 
+def case_recall_fuses_bm25_and_vectors(b: Backend, tmp: Path) -> None:
+    """recall: "bm25" and "vector" give one leg each, "auto"/"hybrid" fuse both by RRF
+    (k = 60); forgotten entries and other scopes never come back."""
+    with b.open(tmp) as st:
+        st.put(Entry("user", "editor", "uses neovim with a dark theme"))
+        st.put(Entry("user", "lang", "prefers go over python for tools"))
+        st.put(Entry("user", "gone", "neovim plugins list, forgotten"))
+        st.put(Entry("other", "editor", "neovim neovim neovim"))
+        st.forget("user", "gone")
+        query = "neovim theme"
+        bm25 = st.recall(query, scopes=["user"], mode="bm25")
+        assert [h.entry.key for h in bm25] == ["user/editor"]
+        assert set(bm25[0].legs) == {"bm25"}
+        vector = st.recall(query, scopes=["user"], mode="vector", limit=2)
+        assert vector[0].entry.key == "user/editor" and set(vector[0].legs) == {"vector"}
+        assert vector[0].score == pytest.approx(
+            cosine(query, "uses neovim with a dark theme"), abs=1e-5
+        )
+        for mode in ("auto", "hybrid"):
+            fused = st.recall(query, scopes=["user"], mode=mode, limit=3)
+            assert fused[0].entry.key == "user/editor"
+            assert set(fused[0].legs) == {"bm25", "vector"}
+            assert fused[0].score == pytest.approx(2 / (60 + 1))
+            assert {h.entry.key for h in fused} <= {"user/editor", "user/lang"}
+
+
 CASES = (
     case_scopes_and_order,
     case_forget_and_stale_vectors,
@@ -333,4 +359,5 @@ CASES = (
     case_racing_writers_leave_no_stale_vector,
     case_replay_after_journal_writes,
     case_two_handles_share_the_index,
+    case_recall_fuses_bm25_and_vectors,
 )

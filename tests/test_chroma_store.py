@@ -187,3 +187,6 @@ def test_real_packaged_model_ranks_by_meaning(tmp_path: Path) -> None:
         assert keys(hits) == ["user/feline", "user/revenue"]
         assert hits[0][1] > hits[1][1] + 0.2
         assert st.verify().ok
+        assert st.recall("a kitten on the carpet", scopes=["user"], mode="bm25") == []
+        fused = st.recall("a kitten on the carpet", scopes=["user"], limit=1)
+        assert [h.entry.key for h in fused] == ["user/feline"]
