@@ -779,11 +779,7 @@ class _Kit:
 
     def _recall(self, query: str, scopes: Sequence[str], limit: int) -> list[Entry]:
         """Rank with ``store.recall``, best first; keep only live entries of ``scopes``."""
-        recall = getattr(self.store, "recall", None)
-        if recall is None:
-            hits: list[Entry] = self.store.search(scopes, query, limit)
-        else:
-            hits = [h.entry for h in recall(query, scopes=list(scopes), limit=limit)]
+        hits = [h.entry for h in self.store.recall(query, scopes=list(scopes), limit=limit)]
         allowed = set(scopes)
         return [e for e in hits if e.scope in allowed][:limit]
 

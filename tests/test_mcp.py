@@ -18,8 +18,9 @@ from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 from test_tool_adapters import READ_SCOPES, SCOPES, SCRIPT, check_transcript, transcript_entry
 
-from agentmemory import MemStore, SqliteStore, tools, usage
+from agentmemory import ChromaStore, MemStore, tools, usage
 from agentmemory.mcp_server import BLOCK_URI, MemoryServer
+from embedders import HashingEmbedder
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -30,7 +31,7 @@ def server_command(path: Path, *extra: str) -> list[str]:
         args += ["--scope", s]
     for r in READ_SCOPES:
         args += ["--read-scope", r]
-    return args + list(extra)
+    return [*args, "--embedder", "hashing", *extra]
 
 
 def with_subprocess_client(
@@ -62,7 +63,9 @@ def text_of(result: Any) -> str:
 def test_subprocess_server_lists_tools_runs_the_script_and_serves_the_block(
     tmp_path: Path,
 ) -> None:
-    expected = {t.name: t for t in tools(MemStore(), SCOPES, read_scopes=READ_SCOPES)}
+    with ChromaStore.open(tmp_path / "expected", embedder=HashingEmbedder()) as like:
+        expected = {t.name: t for t in tools(like, SCOPES, read_scopes=READ_SCOPES)}
+    assert "by meaning and by words" in expected["memory_search"].description
     entries: list[str] = []
     blocks: list[str] = []
 
@@ -102,8 +105,9 @@ def test_subprocess_server_lists_tools_runs_the_script_and_serves_the_block(
         "# Memory\n\n## user\n\nNo entries.\n\n## project\n\n### build (37 of 4096 bytes) — Build steps\n\nRun `make test` before every commit.\n\n## rules"
     )
 
-    # the server wrote the store in DIR; it reopens with every write journaled
-    with SqliteStore(tmp_path / "store" / "journal.sqlite3") as store:
+    # the server wrote the store in DIR; it reopens with every write journaled and indexed
+    with ChromaStore.open(tmp_path / "store", embedder=HashingEmbedder()) as store:
+        assert store.verify().ok
         assert store.get("project", "build").content == "Run make."
         assert [c.entry.key for c in store.journal()] == [
             "user/editor",
@@ -128,6 +132,29 @@ def test_bad_scopes_fail_at_start_with_a_usage_error(tmp_path: Path) -> None:
     )
     assert out.returncode == 2
     assert 'scope "User" is not kebab-case' in out.stderr
+    assert not (tmp_path / "chroma").exists()
+
+
+def test_unknown_embedder_is_a_usage_error(tmp_path: Path) -> None:
+    import subprocess
+
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agentmemory",
+            *server_command(tmp_path)[2:-2],
+            "--embedder",
+            "nope",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert out.returncode == 2
+    assert "no embedder is registered as 'nope'" in out.stderr
 
 
 def test_in_process_server_instructions_and_anchoring() -> None:

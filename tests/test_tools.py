@@ -701,3 +701,49 @@ def test_tool_calls_are_reentrant_across_tool_sets(tmp_path: Path) -> None:
     ok(b["memory_patch"]({"name": "n", "old_text": "a", "new_text": "b"}))
     assert store.get("user", "n").content == "from b"
     store.close()
+
+
+# --------------------------------------------------------------------------------------------
+# memory_search over a store with vectors (ChromaStore): by meaning and by words
+
+
+def test_search_description_over_vectors_matches_golden(
+    tmp_path: Path, update_golden: bool
+) -> None:
+    from agentmemory import ChromaStore
+    from embedders import HashingEmbedder
+
+    with ChromaStore.open(tmp_path / "store", embedder=HashingEmbedder()) as store:
+        search = tools(store, ["user", "project"], read_scopes=["rules"])[3]
+    assert "It matches by meaning and by words" in search.description
+    text = json.dumps({"description": search.description}, indent=2, ensure_ascii=False) + "\n"
+    path = GOLDEN / "vectors.memory_search.json"
+    if update_golden:
+        path.write_text(text, encoding="utf-8")
+    assert path.read_text(encoding="utf-8") == text, f"{path.name} differs; review the diff"
+
+
+@pytest.mark.slow
+def test_search_finds_by_meaning_with_the_packaged_model(tmp_path: Path) -> None:
+    import embedders
+    from agentmemory import ChromaStore
+
+    model = embedders.get(embedders.DEFAULT_EMBEDDER)
+    with ChromaStore.open(tmp_path / "store", embedder=model) as store:
+        save, _, _, search = tools(store, ["user"])
+        for name, content in [
+            ("ui", "User prefers dark mode in editors"),
+            ("said-1", "I said I would call about the invoice tomorrow"),
+            ("said-2", "What did I say about lunch? Remember the sushi place"),
+            ("said-3", "Do you remember what the plumber said about the sink"),
+            ("said-4", "I said the meeting moved to Friday"),
+            ("said-5", "Remember to water the plants, I said"),
+        ]:
+            ok(save({"name": name, "content": content}))
+        text = ok(search({"query": "which colour scheme does the user like?", "limit": 3}))
+        assert "\nuser/ui (33 bytes)\n" in text
+        text = ok(search({"query": "do you remember what I said about dark mode?", "limit": 1}))
+        assert text.startswith(
+            '1 match in user for "do you remember what I said about dark mode?".'
+        )
+        assert "\nuser/ui (33 bytes)\nUser prefers dark mode in editors\n" in text
