@@ -575,8 +575,19 @@ calls = st.one_of(
 )
 
 
-def isolated_store() -> MemStore:
-    st_ = MemStore(max_entry_bytes=64)
+def isolated_store(kind: str = "mem", tmp_path: Path | None = None) -> Store:
+    """A store with secrets in scopes ``secret`` and ``other`` beside ``user`` and ``rules``."""
+    if kind == "chroma":
+        from agentmemory import ChromaStore
+        from embedders import HashingEmbedder
+
+        assert tmp_path is not None
+        st_: Store = ChromaStore.open(tmp_path, embedder=HashingEmbedder(), max_entry_bytes=64)
+    elif kind == "sqlite":
+        assert tmp_path is not None
+        st_ = SqliteStore(tmp_path / "journal.sqlite3", max_entry_bytes=64)
+    else:
+        st_ = MemStore(max_entry_bytes=64)
     for scope in ("secret", "other"):
         for name in ("a", "style", "secret", "x"):
             st_.put(Entry(scope=scope, name=name, content=f"{SECRET} in {scope}/{name}"))
@@ -585,7 +596,7 @@ def isolated_store() -> MemStore:
     return st_
 
 
-def check_calls(store: MemStore, ts: dict[str, Tool], script: list[tuple[str, Any]]) -> None:
+def check_calls(store: Store, ts: dict[str, Tool], script: list[tuple[str, Any]]) -> None:
     secret_before = {(s, e.name): e for s in ("secret", "other") for e in store.list(s)}
     seq = len(list(store.journal()))
     for tool, args in script:
@@ -627,8 +638,23 @@ def test_random_arguments_never_raise_and_never_leave_the_scopes(
         assert e.content == "a public rule"
 
 
-def test_searches_never_reach_other_scopes() -> None:
-    store = isolated_store()
+@pytest.mark.parametrize("kind", ["sqlite", "chroma"])
+def test_random_arguments_on_persistent_stores(kind: str, tmp_path: Path) -> None:
+    store = isolated_store(kind, tmp_path)
+    ts = by_name(tools(store, ["user", "project"], read_scopes=["rules"]))
+
+    @settings(max_examples=40, deadline=None, database=None)
+    @given(script=st.lists(calls, min_size=1, max_size=6))
+    def run(script: list[tuple[str, Any]]) -> None:
+        check_calls(store, ts, script)
+
+    run()
+    store.close()
+
+
+@pytest.mark.parametrize("kind", ["mem", "sqlite", "chroma"])
+def test_searches_never_reach_other_scopes(kind: str, tmp_path: Path) -> None:
+    store = isolated_store(kind, tmp_path)
     search = by_name(tools(store, ["user", "project"], read_scopes=["rules"]))["memory_search"]
     for args in [
         {"query": SECRET},
@@ -642,10 +668,14 @@ def test_searches_never_reach_other_scopes() -> None:
         text = search(args).text
         assert "classified-payload-7731 in" not in text
         assert "secret/" not in text and "other/" not in text
+    assert "\nuser/a (13 bytes)\na public note\n" in ok(search({"query": "public note"}))
+    assert "\nrules/a (13 bytes)\na public rule\n" in ok(search({"query": "public rule"}))
+    store.close()
 
 
-def test_writers_never_reach_other_scopes() -> None:
-    store = isolated_store()
+@pytest.mark.parametrize("kind", ["mem", "sqlite", "chroma"])
+def test_writers_never_reach_other_scopes(kind: str, tmp_path: Path) -> None:
+    store = isolated_store(kind, tmp_path)
     save, patch, forget, _ = tools(store, ["user", "project"], read_scopes=["rules"])
     attempts: list[tuple[Tool, dict[str, Any]]] = [
         (save, {"scope": "secret", "name": "a", "content": "x"}),
@@ -662,6 +692,7 @@ def test_writers_never_reach_other_scopes() -> None:
     for tool, args in attempts:
         err(tool(args))
     assert len(list(store.journal())) == 10
+    store.close()
 
 
 def test_a_tool_never_raises_on_odd_python_values() -> None:
