@@ -3,8 +3,10 @@
 ``load_locomo`` and ``load_beir`` read LoCoMo (dialog turns as entries, questions with evidence
 turns) and BEIR-format sets such as SciFact (abstracts as entries, judged queries); the metrics
 (Recall@k, Hit@k, MRR, nDCG@10) follow their standard definitions; ``find_data`` and
-``fetch_dataset`` locate or download the files. Nothing here imports torch or chromadb until a run
-needs them.
+``fetch_dataset`` locate or download the files; ``evaluate_locomo``, ``evaluate_beir`` and
+``evaluate`` build (and cache) the stores, run BM25, vector and hybrid recall, and return an
+``EvalResult`` that prints as a table and writes JSON. Nothing here imports torch or chromadb
+until a run needs them.
 """
 
 from __future__ import annotations
@@ -53,23 +55,42 @@ from .metrics import (
     reciprocal_rank,
     score_ranking,
 )
+from .runner import (
+    BEIR_MAX_SEQ_LENGTH,
+    DEFAULT_KS,
+    METHODS,
+    STORE_CACHE_VERSION,
+    EvalResult,
+    QueryRun,
+    RecallFn,
+    evaluate,
+    evaluate_beir,
+    evaluate_locomo,
+)
 
 __all__ = [
     "BEIR_MAX_ENTRY_BYTES",
+    "BEIR_MAX_SEQ_LENGTH",
     "CATEGORY_NAMES",
     "DATASETS",
+    "DEFAULT_KS",
     "LOCOMO_SHA256",
     "LOCOMO_URL",
+    "METHODS",
     "SCIFACT_URL",
+    "STORE_CACHE_VERSION",
     "BeirDataset",
     "BeirDocument",
     "BeirQuery",
     "BeirReport",
+    "EvalResult",
     "LoadReport",
     "LocomoConversation",
     "LocomoDataset",
     "LocomoQuestion",
     "LocomoTurn",
+    "QueryRun",
+    "RecallFn",
     "TurnFormat",
     "cache_dir",
     "dcg_at_k",
@@ -77,6 +98,9 @@ __all__ = [
     "doc_entries",
     "doc_id_names",
     "download",
+    "evaluate",
+    "evaluate_beir",
+    "evaluate_locomo",
     "fetch_dataset",
     "file_sha256",
     "find_data",
