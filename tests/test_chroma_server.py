@@ -1,0 +1,211 @@
+"""ChromaStore through chromadb.HttpClient against a real Chroma server (`chroma run` on
+127.0.0.1, a free port, a temporary path), started once for this module and stopped at its end:
+the conformance suite, the shared store cases, stores sharing one server, and several processes
+writing one store, which is how the README tells multi-process users to run."""
+
+from __future__ import annotations
+
+import hashlib
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from chroma_store_cases import CASES, DIM, Backend, embed, keys
+
+from agentmemory import ChromaStore, Entry, Store
+from agentmemory.folder_lock import LOCK_FILE_NAME
+from agentmemory.testing import CASES as CONFORMANCE_CASES
+from agentmemory.testing import Harness
+from embedders import HashingEmbedder
+
+REPO = Path(__file__).resolve().parents[1]
+SERVER_START_TIMEOUT_S = 60.0
+CHILD_TIMEOUT_S = 180
+
+pytestmark = pytest.mark.slow
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def http_client(port: int) -> Any:
+    import chromadb
+    from chromadb.config import Settings
+
+    return chromadb.HttpClient(
+        host="127.0.0.1", port=port, settings=Settings(anonymized_telemetry=False)
+    )
+
+
+@pytest.fixture(scope="module")
+def server_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    """A `chroma run` server on 127.0.0.1; stopped (terminate, then kill) when the module ends."""
+    chroma = Path(sys.executable).parent / "chroma"
+    assert chroma.exists(), f"the chroma command is missing beside {sys.executable}"
+    home = tmp_path_factory.mktemp("chroma-server")
+    port = free_port()
+    log_path = home / "server.log"
+    with open(log_path, "w") as log:
+        argv = [str(chroma), "run", "--path", str(home / "db"), "--host", "127.0.0.1"]
+        proc = subprocess.Popen(
+            [*argv, "--port", str(port)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+            while True:
+                if proc.poll() is not None:
+                    pytest.fail(f"chroma run exited with {proc.returncode}: {log_path.read_text()}")
+                try:
+                    with http_client(port) as probe:
+                        probe.heartbeat()
+                    break
+                except Exception:
+                    if time.monotonic() > deadline:
+                        pytest.fail(f"chroma run did not answer in {SERVER_START_TIMEOUT_S} s")
+                    time.sleep(0.2)
+            yield port
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+@pytest.fixture(scope="module")
+def client(server_port: int) -> Iterator[Any]:
+    with http_client(server_port) as c:
+        yield c
+
+
+def prefix_for(path: Path) -> str:
+    """One collection prefix per store folder, so the tests share the server without meeting."""
+    return "t" + hashlib.sha1(str(path).encode()).hexdigest()[:12]
+
+
+@pytest.fixture(scope="module")
+def server(client: Any) -> Backend:
+    def open_store(path: Path, **kwargs: Any) -> ChromaStore:
+        kwargs.setdefault("embedder", HashingEmbedder(DIM))
+        return ChromaStore.open(path, client=client, collection_prefix=prefix_for(path), **kwargs)
+
+    def lose_index(path: Path) -> None:
+        head = prefix_for(path) + "_"
+        for col in client.list_collections():
+            if col.name.startswith(head):
+                client.delete_collection(col.name)
+
+    return Backend("server", open_store, lose_index, lambda path: client)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.__name__.removeprefix("case_"))
+def test_server(case: Callable[[Backend, Path], None], server: Backend, tmp_path: Path) -> None:
+    case(server, tmp_path / "store")
+    assert not (tmp_path / "store" / LOCK_FILE_NAME).exists(), "a server store locked its folder"
+
+
+@pytest.mark.parametrize("case", CONFORMANCE_CASES, ids=lambda c: c.__name__.removeprefix("case_"))
+def test_conformance_through_server(
+    case: Callable[[Harness], None], server: Backend, tmp_path: Path
+) -> None:
+    made = iter(range(1000))
+
+    def new() -> Store:
+        return server.open(tmp_path / f"s{next(made)}")
+
+    def reopen(st: Store) -> Store:
+        assert isinstance(st, ChromaStore)
+        return server.open(st.path)
+
+    case(Harness(new=new, reopen=reopen))
+
+
+def test_stores_with_prefixes_share_one_server(client: Any, tmp_path: Path) -> None:
+    """Prefixes "one" and "one_two": scope "two-a" of the first and scope "a" of the second get
+    different collections, and neither store sees the other's entries."""
+    with (
+        ChromaStore.open(
+            tmp_path / "one", embedder=HashingEmbedder(DIM), client=client, collection_prefix="one"
+        ) as one,
+        ChromaStore.open(
+            tmp_path / "two",
+            embedder=HashingEmbedder(DIM),
+            client=client,
+            collection_prefix="one_two",
+        ) as two,
+    ):
+        one.put(Entry("two-a", "x", "alpha beta"))
+        two.put(Entry("a", "y", "alpha beta gamma"))
+        assert one.collection_name("two-a") != two.collection_name("a")
+        assert keys(one.search_vector(embed("alpha beta"), limit=5, scopes=["two-a", "a"])) == [
+            "two-a/x"
+        ]
+        assert keys(two.search_vector(embed("alpha beta"), limit=5, scopes=["two-a", "a"])) == [
+            "a/y"
+        ]
+        assert one.verify().ok and one.verify().indexed == 1
+        assert two.verify().ok and two.verify().indexed == 1
+
+
+WRITER_CHILD = """
+    import sys
+    import chromadb
+    from chromadb.config import Settings
+    from agentmemory import ChromaStore, Entry
+    from embedders import HashingEmbedder
+
+    path, port, prefix, me = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+    client = chromadb.HttpClient(
+        host="127.0.0.1", port=port, settings=Settings(anonymized_telemetry=False)
+    )
+    with ChromaStore.open(
+        path, embedder=HashingEmbedder(int(sys.argv[5])), client=client, collection_prefix=prefix
+    ) as st:
+        for i in range(80):
+            st.put(Entry("user", f"{me}-n{i}", f"process {me} note {i} word{me}x{i}"))
+            st.put(Entry("user", f"shared-{i % 4}", f"process {me} rewrote this {i}"))
+"""
+
+
+def test_several_processes_write_one_store_through_the_server(
+    server: Backend, server_port: int, tmp_path: Path
+) -> None:
+    """Two processes write one store (its journal folder, one server) at once; afterwards every
+    write is in the journal and the index matches it exactly (the embedded client lost vectors
+    in this situation)."""
+    store = tmp_path / "store"
+    with server.open(store) as st:
+        st.put(Entry("user", "seed", "created before the writers start"))
+    argv = [sys.executable, "-c", textwrap.dedent(WRITER_CHILD), str(store), str(server_port)]
+    children = [
+        subprocess.Popen(
+            [*argv, prefix_for(store), me, str(DIM)],
+            cwd=REPO,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for me in ("p", "q")
+    ]
+    for child in children:
+        _, err = child.communicate(timeout=CHILD_TIMEOUT_S)
+        assert child.returncode == 0, err
+    with server.open(store) as st:
+        assert [c.seq for c in st.journal()] == list(range(1, 322))
+        report = st.verify()
+        assert report.ok, report
+        assert report.live == 1 + 2 * 80 + 4
+        hits = st.search_vector(embed("process q note 7 wordqx7"), limit=1, scopes=["user"])
+        assert keys(hits) == ["user/q-n7"] and hits[0][1] > 0.999
