@@ -45,6 +45,7 @@ from .errors import (
     RecallModeError,
     StoreFormatError,
     StoreLockedError,
+    ToolConfigError,
 )
 from .journal import LostUpdate, lost_updates
 from .manifest import (
@@ -77,7 +78,6 @@ from .tools import (
     DEFAULT_SEARCH_BYTES,
     DEFAULT_SEARCH_LIMIT,
     Tool,
-    ToolConfigError,
     ToolResult,
     tools,
 )

@@ -38,6 +38,7 @@ __all__ = [
     "RecallModeError",
     "StoreFormatError",
     "StoreLockedError",
+    "ToolConfigError",
 ]
 
 
@@ -306,3 +307,9 @@ class DownloadError(AgentMemoryError, OSError):
         self.url = url
         self.detail = detail
         super().__init__(f"agentmemory: download of {url} failed: {detail}")
+
+
+class ToolConfigError(AgentMemoryError, ValueError):
+    """:func:`agentmemory.tools` was given a set of scopes it cannot serve: none, one that is not
+    kebab-case, one given twice, one both writable and read-only, or search bounds under 1.
+    Raised when the tools are built, never by a tool call."""

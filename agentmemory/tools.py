@@ -35,6 +35,7 @@ from .errors import (
     EmptyQueryError,
     InvalidEntryError,
     NotFoundError,
+    ToolConfigError,
 )
 from .manifest import Manifest
 from .store import Store
@@ -69,12 +70,6 @@ between its read and its write (Go ``patchAttempts``)."""
 
 _INVALID_ARGS = "invalid arguments: "
 _SHOW_CHARS = 80  # longest rendering of an offending value in an error line, in characters
-
-
-class ToolConfigError(AgentMemoryError, ValueError):
-    """:func:`tools` was given a set of scopes it cannot serve: none, one that is not kebab-case,
-    one given twice, one both writable and read-only, or bounds under 1. Raised when the tools are
-    built, never by a call."""
 
 
 @dataclass(frozen=True, slots=True)
