@@ -153,10 +153,12 @@ def test_locomo_category_filter(locomo_file: Path) -> None:
 def test_turn_formats(locomo_file: Path) -> None:
     conv = load_locomo(locomo_file).conversations[0]
     bike = conv.turns[1]
-    assert TurnFormat().render(bike) == "Bob: Look at this! [shares a photo of a red bike]"
-    plain = TurnFormat(speaker=False, caption=False)
+    assert TurnFormat().render(bike) == (
+        "[1:00 pm on 1 May, 2023] Bob: Look at this! [shares a photo of a red bike]"
+    )
+    plain = TurnFormat(speaker=False, date=False, caption=False)
     assert plain.render(bike) == "Look at this!"
-    dated = TurnFormat(date=True, caption=False)
+    dated = TurnFormat(caption=False)
     assert dated.render(conv.turns[3]) == "[9:00 am on 3 May, 2023] Bob: I ran a marathon."
     entries = turn_entries(conv, fmt=plain)
     assert entries[0] == Entry(scope="conv-1", name="d1-1", content="I adopted a cat.")

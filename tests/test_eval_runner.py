@@ -150,7 +150,7 @@ def test_locomo_slice_with_the_hashing_embedder(data_dir: Path, tmp_path: Path) 
         questions=2,
         methods=["bm25"],
         embedder="hashing",
-        turn_format=TurnFormat(speaker=False, caption=False),
+        turn_format=TurnFormat(speaker=False, date=False, caption=False),
         store_cache=cache,
         progress=False,
     )
