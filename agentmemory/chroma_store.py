@@ -18,6 +18,11 @@ unfiltered (reference/measured-here.md), so scoping by collection keeps queries 
 never contains ``_``, so the name splits back into prefix and scope unambiguously, and several
 stores with different prefixes can share one Chroma server.
 
+**Index state in the journal.** ``store_state`` keys ``chroma-index:<kind>:<prefix>:cursor``,
+``...:embedder`` (the fingerprint) and ``...:lost``, where ``<kind>`` is ``embedded`` or
+``client``: a journal first indexed in its embedded folder and later opened over a server client
+starts the server's index from the beginning (the first open replays the whole journal).
+
 **The write path.** ``put``/``forget``/``put_many`` commit to the journal first, then bring the
 index in line with the journal's *live* state of the keys written (embed, upsert; delete on
 forget, before ``forget`` returns), then mark the records applied. An index cursor (kept in the
@@ -266,8 +271,10 @@ class _Index:
     client: Any
     fingerprint: str
     cursor: int
+    persisted: int
     write_lock: threading.RLock = field(default_factory=threading.RLock)
     state_lock: threading.Lock = field(default_factory=threading.Lock)
+    persist_lock: threading.Lock = field(default_factory=threading.Lock)
     applied: set[int] = field(default_factory=set)
     failed: set[int] = field(default_factory=set)
     collections: dict[str, Any] = field(default_factory=dict)
@@ -383,8 +390,9 @@ class ChromaStore:
         self._embedded = client is None
         self._fusion = fusion
         self._closed = False
+        kind = "embedded" if self._embedded else "client"
         self._state_keys = {
-            k: f"{_STATE_NS}:{collection_prefix}:{k}" for k in ("cursor", "embedder", "lost")
+            k: f"{_STATE_NS}:{kind}:{collection_prefix}:{k}" for k in ("cursor", "embedder", "lost")
         }
         self._folder: _Folder | None = None
         self._index: _Index | None = None
@@ -494,7 +502,13 @@ class ChromaStore:
                 if stored is not None and stored != given and not reindex:
                     raise EmbedderMismatchError(str(self._dir), stored, given)
                 cursor = int(self._journal.get_state(self._state_keys["cursor"]) or "0")
-                index = _Index(client=self._client, fingerprint=given, cursor=cursor, refs=1)
+                index = _Index(
+                    client=self._client,
+                    fingerprint=given,
+                    cursor=cursor,
+                    persisted=cursor,
+                    refs=1,
+                )
                 _indexes[key] = index
                 self._index = index
                 fresh = True
@@ -713,7 +727,15 @@ class ChromaStore:
                 index.failed.update(c.seq for c in changes if c.seq > index.cursor)
             raise IndexWriteError(str(self._dir), changes, err) from err
         self._mark_applied(c.seq for c in changes)
-        self._catch_up()
+        try:
+            self._catch_up()
+        except Exception as err:  # the caller's own write succeeded; say so, and go on
+            logger.warning(
+                "agentmemory: store %s: index catch-up failed (%s: %s); retried later",
+                self._dir,
+                type(err).__name__,
+                err,
+            )
 
     # -- the index cursor --------------------------------------------------------------------
 
@@ -730,8 +752,33 @@ class ChromaStore:
             while index.cursor + 1 in index.applied:
                 index.cursor += 1
                 index.applied.discard(index.cursor)
-            if index.cursor != start:
-                self._journal.set_state(self._state_keys["cursor"], str(index.cursor))
+            advanced = index.cursor != start
+        if advanced:
+            self._persist_cursor()
+
+    def _persist_cursor(self) -> None:
+        """Write the cursor to the journal's ``store_state`` when it moved (never backwards: one
+        writer at a time, always the latest value). A failure is logged: a cursor persisted late
+        only means more replay at the next open."""
+        index = self._idx()
+        with index.persist_lock:
+            with index.state_lock:
+                value = index.cursor
+            if value <= index.persisted:
+                return
+            try:
+                self._journal.set_state(self._state_keys["cursor"], str(value))
+            except Exception as err:
+                logger.warning(
+                    "agentmemory: store %s: could not record the index cursor %d (%s: %s); "
+                    "the next open replays from the last one recorded",
+                    self._dir,
+                    value,
+                    type(err).__name__,
+                    err,
+                )
+                return
+            index.persisted = value
 
     def _reset_cursor(self, seq: int) -> None:
         """Every record up to ``seq`` is now applied (after a rebuild or a clean repair)."""
@@ -742,8 +789,7 @@ class ChromaStore:
             index.applied = {s for s in index.applied if s > index.cursor}
             index.failed = {s for s in index.failed if s > index.cursor}
         self._mark_applied(())
-        with index.state_lock:
-            self._journal.set_state(self._state_keys["cursor"], str(index.cursor))
+        self._persist_cursor()
 
     def _catch_up(self, *, force: bool = False) -> None:
         """Apply the records the cursor is stuck behind (failed index updates, or other

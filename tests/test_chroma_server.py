@@ -159,6 +159,20 @@ def test_stores_with_prefixes_share_one_server(client: Any, tmp_path: Path) -> N
         assert two.verify().ok and two.verify().indexed == 1
 
 
+def test_embedded_store_moves_to_a_server(client: Any, tmp_path: Path) -> None:
+    """A folder indexed embedded, then opened over a server client: the first open indexes the
+    whole journal on the server (the two indexes keep separate cursors)."""
+    store = tmp_path / "store"
+    with ChromaStore.open(store, embedder=HashingEmbedder(DIM)) as st:
+        st.put_many([Entry("user", f"n{i}", f"note {i} word{i}") for i in range(30)])
+    with ChromaStore.open(
+        store, embedder=HashingEmbedder(DIM), client=client, collection_prefix=prefix_for(store)
+    ) as st:
+        report = st.verify()
+        assert report.ok and report.indexed == 30, report
+        assert st.index_cursor == 30
+
+
 WRITER_CHILD = """
     import sys
     import chromadb

@@ -86,7 +86,7 @@ def test_sigkill_between_journal_and_index_is_repaired_on_open(tmp_path: Path) -
     assert "not killed" not in out
     with SqliteStore(store / JOURNAL_FILE) as journal:
         assert journal.last_seq() == 601
-        assert journal.get_state("chroma-index:agentmemory:cursor") == "1"
+        assert journal.get_state("chroma-index:embedded:agentmemory:cursor") == "1"
     with open_embedded(store) as st:
         report = st.verify()
         assert report.ok and report.live == report.indexed == 601, report
