@@ -282,8 +282,10 @@ class _Index:
 
 
 _registry_lock = threading.Lock()
-_folders: dict[str, _Folder] = {}
-_indexes: dict[tuple[str, str, int], _Index] = {}
+# Keyed by pid too: a child forked from a process with an open store never reuses its parent's
+# client (it opens its own and meets the parent's folder lock).
+_folders: dict[tuple[str, int], _Folder] = {}
+_indexes: dict[tuple[str, str, int, int], _Index] = {}
 
 
 def _chroma_settings() -> Any:
@@ -308,7 +310,7 @@ def _lock_detail() -> str:
 
 def _open_folder(folder: Path, timeout_s: float) -> _Folder:
     """This process's client and lock on the embedded folder ``folder`` (refcounted)."""
-    key = str(folder.resolve())
+    key = (str(folder.resolve()), os.getpid())
     with _registry_lock:
         found = _folders.get(key)
         if found is None:
@@ -329,7 +331,7 @@ def _open_folder(folder: Path, timeout_s: float) -> _Folder:
 
 
 def _close_folder(folder: Path) -> None:
-    key = str(folder.resolve())
+    key = (str(folder.resolve()), os.getpid())
     with _registry_lock:
         found = _folders.get(key)
         if found is None:
@@ -388,6 +390,7 @@ class ChromaStore:
         self._embedder = embedder
         self._prefix = collection_prefix
         self._embedded = client is None
+        self._pid = os.getpid()
         self._fusion = fusion
         self._closed = False
         kind = "embedded" if self._embedded else "client"
@@ -488,7 +491,7 @@ class ChromaStore:
     def _attach(self, reindex: bool) -> None:
         """Join (or set up) this process's shared index state, then check and replay."""
         given = self._embedder.fingerprint
-        key = (str(self._dir.resolve()), self._prefix, id(self._client))
+        key = (str(self._dir.resolve()), self._prefix, id(self._client), self._pid)
         with _registry_lock:
             index = _indexes.get(key)
             if index is not None:
@@ -1206,6 +1209,13 @@ class ChromaStore:
             raise AgentMemoryError(
                 f"agentmemory: store {self._dir} is closed; open a new ChromaStore to use it"
             )
+        if self._embedded and os.getpid() != self._pid:
+            raise AgentMemoryError(
+                f"agentmemory: store {self._dir} was opened by process {self._pid}, and this "
+                f"process ({os.getpid()}) was forked from it; an embedded Chroma folder is not "
+                "safe across processes: open the store here after the parent closes it, or use "
+                "a Chroma server (client=chromadb.HttpClient(...))"
+            )
 
     def close(self) -> None:
         """Close the journal and release this handle's share of the index and (embedded) of the
@@ -1214,13 +1224,16 @@ class ChromaStore:
         if self._closed:
             return
         self._closed = True
+        if os.getpid() != self._pid:  # a forked child: the parent's client and lock are not ours
+            self._index = self._folder = None
+            return
         index, self._index = self._index, None
         try:
             if index is not None:
                 with _registry_lock:
                     index.refs -= 1
                     if index.refs <= 0:
-                        key = (str(self._dir.resolve()), self._prefix, id(self._client))
+                        key = (str(self._dir.resolve()), self._prefix, id(self._client), self._pid)
                         if _indexes.get(key) is index:
                             del _indexes[key]
             journal = getattr(self, "_journal", None)

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from chroma_store_cases import CASES, DIM, Backend, embed, keys
 
-from agentmemory import ChromaStore, Entry, SqliteStore, StoreLockedError
+from agentmemory import AgentMemoryError, ChromaStore, Entry, SqliteStore, StoreLockedError
 from agentmemory.chroma_store import CHROMA_FOLDER, JOURNAL_FILE
 from agentmemory.folder_lock import LOCK_FILE_NAME, FolderLock
 from embedders import HashingEmbedder
@@ -160,6 +160,30 @@ def test_folder_lock_is_held_while_any_handle_is_open(tmp_path: Path) -> None:
     second.close()
     with FolderLock.acquire(store, timeout_s=0.1) as lock:
         assert f"pid {os.getpid()}" in lock.holder()
+
+
+def test_forked_child_cannot_use_the_parents_embedded_store(tmp_path: Path) -> None:
+    """A child forked from the owner gets a clear error instead of a second writer on the
+    folder, and closing its copy leaves the parent's lock in place."""
+    store = tmp_path / "store"
+    with open_embedded(store) as st:
+        st.put(Entry("user", "parent", "written by the parent"))
+        pid = os.fork()
+        if pid == 0:  # the child: report through the exit code only
+            code = 3
+            try:
+                st.put(Entry("user", "child", "must not be written"))
+            except AgentMemoryError as err:
+                code = 0 if "forked" in str(err) else 4
+            st.close()
+            os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        with pytest.raises(StoreLockedError):
+            FolderLock.acquire(store, timeout_s=0.1)
+        st.put(Entry("user", "after", "the parent goes on"))
+        assert [e.name for e in st.list("user")] == ["after", "parent"]
+        assert st.verify().ok
 
 
 def test_collection_prefix_is_checked(tmp_path: Path) -> None:
