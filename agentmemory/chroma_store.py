@@ -528,7 +528,7 @@ class ChromaStore:
         index = self._idx()
         lost_key = self._state_keys["lost"]
         lost = self._journal.get_state(lost_key)
-        if lost is None and index.cursor > 0:
+        if not lost and index.cursor > 0:
             absent = sorted(set(self._journal.live_scopes()) - set(self._collection_scopes()))
             missing = self._journal.scopes_applied_by(absent, index.cursor) if absent else []
             if missing:
@@ -1168,11 +1168,23 @@ class ChromaStore:
 
         Writes made meanwhile (by any handle) are kept: they wait for the collections to be
         dropped, then land in the new ones. Vector search sees a partial index until it ends.
+        The cursor is set back to 0 (and the new fingerprint recorded) before anything is
+        dropped, so a rebuild cut short finishes at the next open, which replays the whole
+        journal and embeds only what is still missing.
         """
         self._check_open()
         index = self._idx()
         with index.write_lock:
             head = self._journal.last_seq()
+            with index.state_lock:
+                index.cursor = 0
+                index.applied.clear()
+                index.failed.clear()
+            with index.persist_lock:
+                self._journal.set_state(self._state_keys["cursor"], "0")
+                index.persisted = 0
+            self._journal.set_state(self._state_keys["embedder"], self._embedder.fingerprint)
+            index.fingerprint = self._embedder.fingerprint
             for scope in self._collection_scopes():
                 try:
                     self._client.delete_collection(self.collection_name(scope))
@@ -1180,8 +1192,6 @@ class ChromaStore:
                     pass
             with index.state_lock:
                 index.collections.clear()
-            self._journal.set_state(self._state_keys["embedder"], self._embedder.fingerprint)
-            index.fingerprint = self._embedder.fingerprint
         count = 0
         for batch in self._journal.iter_live(self._batch):
             self._sync_chunk([(e.scope, e.name) for e in batch], check_index=False)

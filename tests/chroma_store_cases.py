@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 from agentmemory import (
@@ -226,6 +227,41 @@ def case_index_lost_then_reindex(b: Backend, tmp: Path) -> None:
         warnings.simplefilter("error")
         with b.open(tmp) as st:
             assert st.verify().ok
+    b.lose_index(tmp)
+    with pytest.warns(IndexOutOfStepWarning, match=r"lost scopes project, user"), b.open(tmp):
+        pass
+
+
+class BreakingEmbedder(HashingEmbedder):
+    """The hashing embedder of another dimension, made to fail after ``calls`` embed calls."""
+
+    def __init__(self, calls: int) -> None:
+        super().__init__(DIM // 2)
+        self.calls = calls
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        self.calls -= 1
+        if self.calls < 0:
+            raise RuntimeError("the embedder broke during the rebuild")
+        return super().embed(texts)
+
+
+def case_reindex_cut_short_finishes_at_next_open(b: Backend, tmp: Path) -> None:
+    """A rebuild for a new embedder that dies half way: the next open with that embedder
+    finishes it (the cursor went back to 0 first), and the old embedder is refused."""
+    n = chroma_store_module.SYNC_CHUNK + 10
+    with b.open(tmp) as st:
+        st.put_many([Entry("user", f"n{i}", f"note {i} word{i}") for i in range(n)])
+    with pytest.raises(RuntimeError, match="broke"):
+        b.open(tmp, embedder=BreakingEmbedder(calls=1), reindex=True)
+    with pytest.raises(EmbedderMismatchError):
+        b.open(tmp)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with b.open(tmp, embedder=HashingEmbedder(DIM // 2)) as st:
+            report = st.verify()
+            assert report.ok and report.indexed == n, report
+            assert st.index_cursor == n
 
 
 def case_embedder_mismatch(b: Backend, tmp: Path) -> None:
@@ -355,6 +391,7 @@ CASES = (
     case_put_many_in_batches,
     case_exception_between_steps,
     case_index_lost_then_reindex,
+    case_reindex_cut_short_finishes_at_next_open,
     case_embedder_mismatch,
     case_racing_writers_leave_no_stale_vector,
     case_replay_after_journal_writes,
