@@ -1,36 +1,991 @@
 """The ``agentmemory`` command line: a click group with one function per subcommand.
 
-``agentmemory mcp --path DIR --scope user --scope project [--read-scope rules] [--embedder NAME]``
-serves the memory tools and block of the store in ``DIR`` (a :class:`~agentmemory.ChromaStore`:
-``DIR/journal.sqlite3`` and ``DIR/chroma/``) over MCP on stdio (also ``python -m agentmemory mcp``).
+Every command works on one store folder (a :class:`~agentmemory.ChromaStore`:
+``DIR/journal.sqlite3`` and ``DIR/chroma/``), taken from ``--path``, else the environment
+variable ``AGENTMEMORY_PATH``, else ``platformdirs.user_data_dir("agentmemory")/store``.
+
+- Reads (``get``, ``list``, ``render``, ``journal``, ``lost-updates``, ``search --mode bm25``)
+  open only the journal (a :class:`~agentmemory.SqliteStore`): fast, no model, and safe beside
+  a running ``agentmemory mcp`` on the same store. They refuse a folder that holds no store.
+- Writes and vector search (``save``, ``forget``, ``import``, ``search``, ``verify``,
+  ``reindex``, ``mcp``) open the ChromaStore, whose index is owned by one process at a time.
+- ``--embedder NAME`` picks the embedder by registry name. Left out, a new store is indexed with
+  ``onnx:all-MiniLM-L6-v2`` (the packaged all-MiniLM-L6-v2 run through onnxruntime: the same
+  vectors as sentence-transformers, a cold start of about 0.4 s instead of 5 to 13 s), and an
+  existing store is opened with the embedder its fingerprint names (so a store indexed with
+  sentence-transformers, or by ``agentmemory mcp`` before, opens as it is). Naming another
+  embedder than the store's is refused; ``agentmemory reindex --embedder NAME`` switches.
+- Output is for people; ``--json`` prints JSON for programs (entries and journal records in the
+  Go module's JSON forms, one per line where there are several).
+- Errors print one line, ``agentmemory: <what happened and what to do>``, on stderr and exit 1
+  (usage errors exit 2, as click does). Nothing is half-written: a write the store refuses
+  writes nothing, and ``import`` checks the whole file before it writes any of it.
 
 Each subcommand imports what it needs when it runs, so ``agentmemory --help`` stays fast.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import sys
+import time
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import click
 
-__all__ = ["main"]
+from .errors import AgentMemoryError
+
+if TYPE_CHECKING:
+    from embedders import Embedder
+
+    from .chroma_store import ChromaStore
+    from .entries import Change, Entry
+    from .sqlite_store import SqliteStore
+
+__all__ = [
+    "DEFAULT_CLI_EMBEDDER",
+    "IMPORT_BATCH",
+    "PATH_ENV",
+    "CliError",
+    "default_store_path",
+    "main",
+]
+
+PATH_ENV = "AGENTMEMORY_PATH"
+"""Environment variable naming the store folder when ``--path`` is not given."""
+
+DEFAULT_CLI_EMBEDDER = "onnx:all-MiniLM-L6-v2"
+"""Registry name of the embedder a new store gets when ``--embedder`` is left out (the packaged
+all-MiniLM-L6-v2 through onnxruntime; same vectors as sentence-transformers, fast cold start)."""
+
+IMPORT_BATCH = 256
+"""Entries per ``put_many`` call of ``agentmemory import``: one journal transaction, one embedding
+batch and one step of the progress bar each."""
+
+_SHOW_CHARS = 200  # characters of content a search or list line shows without --full
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
-@click.group()
+def default_store_path() -> Path:
+    """The store folder when neither ``--path`` nor ``$AGENTMEMORY_PATH`` is given:
+    ``platformdirs.user_data_dir("agentmemory")/store`` (``~/.local/share/agentmemory/store``
+    on Linux). Not created here."""
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("agentmemory")) / "store"
+
+
+class CliError(click.ClickException):
+    """An error the command line reports as one line, ``agentmemory: <message>``, on stderr,
+    exiting with status 1. A leading ``agentmemory: `` in the message is not repeated."""
+
+    def __init__(self, message: str) -> None:
+        for prefix in ("agentmemory: ", "agentmemory.tools: "):
+            if message.startswith(prefix):
+                message = message[len(prefix) :]
+        super().__init__(message)
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        """Print ``agentmemory: <message>`` to stderr."""
+        click.echo(f"agentmemory: {self.format_message()}", err=True)
+
+
+class _Group(click.Group):
+    """The top-level group: turns the library's errors into one-line :class:`CliError`\\ s."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the subcommand; an :class:`~agentmemory.AgentMemoryError` or ``OSError`` it
+        raises becomes a :class:`CliError` (one line, exit status 1)."""
+        try:
+            return super().invoke(ctx)
+        except AgentMemoryError as exc:
+            raise CliError(str(exc)) from None
+        except OSError as exc:
+            raise CliError(_os_error(exc)) from None
+
+
+def _os_error(exc: OSError) -> str:
+    if exc.filename is not None and exc.strerror:
+        return f"{exc.strerror}: {exc.filename}"
+    return str(exc) or type(exc).__name__
+
+
+@click.group(cls=_Group)
 @click.version_option(package_name="agentmemory")
 def main() -> None:
-    """agentmemory: memory for LLM agents, kept in a journaled store."""
+    """agentmemory: memory for LLM agents, kept in a journaled store.
+
+    Entries are addressed as SCOPE/NAME (kebab-case, e.g. user/editor-prefs). The store folder
+    is --path, else $AGENTMEMORY_PATH, else the user data folder. Add --json for programs.
+    Try `agentmemory demo` for a tour on real data.
+    """
+
+
+# --- shared options -------------------------------------------------------------------------
+
+
+def _path_option(f: F) -> F:
+    return click.option(
+        "--path",
+        "path",
+        type=click.Path(file_okay=False, path_type=Path),
+        envvar=PATH_ENV,
+        show_envvar=True,
+        default=None,
+        help="The store folder: DIR/journal.sqlite3 and DIR/chroma/ (default: "
+        "$AGENTMEMORY_PATH, else the user data folder's agentmemory/store).",
+    )(f)
+
+
+def _json_option(f: F) -> F:
+    return click.option(
+        "--json", "as_json", is_flag=True, help="Print JSON for programs instead of text."
+    )(f)
+
+
+def _embedder_option(f: F) -> F:
+    return click.option(
+        "--embedder",
+        "embedder_name",
+        default=None,
+        metavar="NAME",
+        help="The embedder by registry name (e.g. onnx:all-MiniLM-L6-v2, "
+        "sentence-transformers:all-MiniLM-L6-v2, hashing). Default: the one the store was "
+        f"indexed with; {DEFAULT_CLI_EMBEDDER} for a new store.",
+    )(f)
+
+
+def _session_option(f: F) -> F:
+    return click.option(
+        "--session",
+        "session_id",
+        default=None,
+        metavar="ID",
+        help="Stamp the journal record(s) with this session id.",
+    )(f)
+
+
+# --- opening stores -------------------------------------------------------------------------
+
+
+def _store_dir(path: Path | None) -> Path:
+    return (path if path is not None else default_store_path()).expanduser()
+
+
+def _journal_file(folder: Path) -> Path:
+    from .chroma_store import JOURNAL_FILE
+
+    return folder / JOURNAL_FILE
+
+
+def _require_store(folder: Path) -> None:
+    if folder.exists() and not folder.is_dir():
+        raise CliError(f"store path {folder} is a file, not a folder; give a folder with --path")
+    if not _journal_file(folder).is_file():
+        raise CliError(
+            f"no store at {folder} (it has no journal.sqlite3); create one with "
+            "'agentmemory save' or 'agentmemory import', or point --path or "
+            f"${PATH_ENV} at an existing store"
+        )
+
+
+@contextmanager
+def _open_journal(path: Path | None) -> Iterator[SqliteStore]:
+    """The journal of an existing store, opened alone (no index, no model, no folder lock)."""
+    from .sqlite_store import SqliteStore
+
+    folder = _store_dir(path)
+    _require_store(folder)
+    with SqliteStore(_journal_file(folder)) as store:
+        yield store
+
+
+def _get_embedder(name: str) -> Embedder:
+    import embedders
+
+    try:
+        return embedders.get(name)
+    except embedders.UnknownEmbedderError as exc:
+        raise click.BadParameter(str(exc), param_hint="--embedder") from None
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--embedder") from None
+
+
+def _embedder_of(fingerprint: str) -> Embedder | None:
+    """The embedder a stored fingerprint names, when the registry builds it with that very
+    fingerprint (same model, same weights); else ``None``."""
+    import embedders
+
+    name = fingerprint.split(";", 1)[0]
+    try:
+        candidate = embedders.get(name)
+        return candidate if candidate.fingerprint == fingerprint else None
+    except (embedders.UnknownEmbedderError, ValueError, OSError):
+        return None
+
+
+def _open_index(
+    path: Path | None,
+    embedder_name: str | None,
+    *,
+    create: bool,
+    reindex: bool = False,
+    max_entry_bytes: int | None = None,
+) -> ChromaStore:
+    """Open the ChromaStore in the store folder with the embedder chosen as the module docstring
+    says. ``create=False`` refuses a folder without a store. IndexOutOfStepWarning is printed as
+    one ``agentmemory:`` line on stderr."""
+    from .chroma_store import ChromaStore
+    from .entries import DEFAULT_MAX_ENTRY_BYTES
+    from .errors import EmbedderMismatchError, IndexOutOfStepWarning
+
+    folder = _store_dir(path)
+    if create:
+        if folder.exists() and not folder.is_dir():
+            raise CliError(
+                f"store path {folder} is a file, not a folder; give a folder with --path"
+            )
+    else:
+        _require_store(folder)
+    embedder = _get_embedder(embedder_name or DEFAULT_CLI_EMBEDDER)
+    bound = max_entry_bytes or DEFAULT_MAX_ENTRY_BYTES
+
+    def attempt(model: Embedder) -> ChromaStore:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", IndexOutOfStepWarning)
+            store = ChromaStore.open(folder, embedder=model, reindex=reindex, max_entry_bytes=bound)
+        for w in caught:
+            if issubclass(w.category, IndexOutOfStepWarning):
+                click.echo(f"agentmemory: {CliError(str(w.message)).message}", err=True)
+            else:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        return store
+
+    try:
+        return attempt(embedder)
+    except EmbedderMismatchError as exc:
+        if embedder_name is None:
+            own = _embedder_of(exc.stored)
+            if own is not None:
+                return attempt(own)
+        stored = exc.stored.split(";", 1)[0]
+        raise CliError(
+            f"store {folder} was indexed with embedder {stored} ({exc.stored}), not "
+            f"{embedder.name}; leave out --embedder to use the store's own, or run "
+            f"'agentmemory reindex --embedder {embedder.name}' to rebuild its index with the "
+            "new one"
+        ) from None
+
+
+# --- small helpers --------------------------------------------------------------------------
+
+
+def _parse_key(key: str) -> tuple[str, str]:
+    """``"scope/name"`` -> ``(scope, name)``; a usage error otherwise."""
+    scope, sep, name = key.partition("/")
+    if not sep or not scope or not name or "/" in name:
+        raise click.BadParameter(
+            f"{key!r} is not SCOPE/NAME; address an entry as e.g. user/editor-prefs",
+            param_hint="KEY",
+        )
+    return scope, name
+
+
+def _parse_meta(pairs: Sequence[str]) -> dict[str, str]:
+    meta: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(
+                f"{pair!r} is not KEY=VALUE (e.g. --meta source=chat)", param_hint="--meta"
+            )
+        meta[key] = value
+    return meta
+
+
+def _when(entry: Entry) -> str:
+    return entry.updated.strftime("%Y-%m-%d %H:%M:%S") if entry.updated else "-"
+
+
+def _short_hash(h: str) -> str:
+    return h.removeprefix("sha256:")[:12] if h else "-"
+
+
+def _one_line(text: str, limit: int | None) -> str:
+    flat = " ".join(text.split())
+    if limit is not None and len(flat) > limit:
+        return flat[: limit - 1] + "…"
+    return flat
+
+
+def _live_scopes(store: SqliteStore) -> list[str]:
+    """Scopes holding at least one live entry, sorted (read from the journal)."""
+    live: dict[tuple[str, str], bool] = {}
+    for change in store.journal():
+        live[(change.entry.scope, change.entry.name)] = not change.entry.deleted
+    return sorted({scope for (scope, _), alive in live.items() if alive})
+
+
+def _echo_json(value: object) -> None:
+    from .journal import go_json
+
+    click.echo(go_json(value))
+
+
+def _change_line(change: Change) -> str:
+    e = change.entry
+    what = "forget" if e.deleted else ("create" if not change.replaced else "replace")
+    parts = [
+        f"{change.seq:>6}",
+        change.at.strftime("%Y-%m-%d %H:%M:%S") if change.at else "-",
+        f"{what:<7}",
+        e.key,
+        _short_hash(e.hash),
+    ]
+    if change.prev != change.replaced:
+        parts.append(f"(built on {_short_hash(change.prev)})")
+    if change.session:
+        parts.append(f"session {change.session}")
+    if change.source:
+        parts.append(change.source)
+    return "  ".join(parts)
+
+
+# --- save, get, list, forget ----------------------------------------------------------------
+
+
+@main.command("save")
+@click.argument("key")
+@click.argument("content", required=False)
+@click.option(
+    "--meta",
+    "meta_pairs",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A meta value (repeat for several). Left out, with no --description, the stored "
+    "entry's meta is kept.",
+)
+@click.option("--description", default=None, help="Shorthand for --meta description=TEXT.")
+@click.option("--no-meta", is_flag=True, help="Clear the stored entry's meta.")
+@click.option(
+    "--if-hash",
+    default=None,
+    metavar="HASH",
+    help="Write only if the stored content hash is HASH ('' means: only if absent).",
+)
+@_session_option
+@_path_option
+@_embedder_option
+@_json_option
+def save_command(
+    key: str,
+    content: str | None,
+    meta_pairs: tuple[str, ...],
+    description: str | None,
+    no_meta: bool,
+    if_hash: str | None,
+    session_id: str | None,
+    path: Path | None,
+    embedder_name: str | None,
+    as_json: bool,
+) -> None:
+    """Create or replace the entry KEY (SCOPE/NAME) with CONTENT.
+
+    CONTENT is the argument, or stdin when it is '-' or left out. The write is journaled and
+    the entry's vector updated before the command returns.
+    """
+    from .entries import Entry
+    from .errors import NotFoundError
+    from .journal import encode_change
+
+    scope, name = _parse_key(key)
+    if content is None or content == "-":
+        if content is None and sys.stdin.isatty():
+            raise click.UsageError("give the content as an argument, or on stdin")
+        content = sys.stdin.read()
+    meta = _parse_meta(meta_pairs)
+    if description is not None:
+        meta["description"] = description
+    if no_meta and meta:
+        raise click.UsageError("--no-meta clears the meta; do not give --meta or --description")
+    with _open_index(path, embedder_name, create=True) as store:
+        based_on = None
+        if not meta and not no_meta:
+            try:
+                stored = store.get(scope, name)
+            except NotFoundError:
+                stored = None
+            if stored is not None and stored.meta:
+                meta = dict(stored.meta)
+                based_on = stored.hash
+        entry = Entry(scope=scope, name=name, content=content, meta=meta or None)
+        change = store.put(entry, if_hash=if_hash, based_on=based_on, session=session_id)
+    if as_json:
+        click.echo(encode_change(change))
+        return
+    verb = "replaced" if change.replaced else "created"
+    click.echo(
+        f"{verb} {change.entry.key}: {change.entry.size} bytes, "
+        f"{change.entry.hash}, journal seq {change.seq}"
+    )
+
+
+@main.command("get")
+@click.argument("key")
+@_path_option
+@_json_option
+def get_command(key: str, path: Path | None, as_json: bool) -> None:
+    """Print the live entry KEY (SCOPE/NAME): a header, its meta, then its content."""
+    from .journal import encode_entry
+
+    scope, name = _parse_key(key)
+    with _open_journal(path) as store:
+        entry = store.get(scope, name)
+    if as_json:
+        click.echo(encode_entry(entry))
+        return
+    click.echo(f"{entry.key}  ({entry.size} bytes, updated {_when(entry)} UTC, {entry.hash})")
+    for k, v in sorted((entry.meta or {}).items()):
+        click.echo(f"{k}: {v}")
+    click.echo("")
+    click.echo(entry.content.rstrip("\n"))
+
+
+@main.command("list")
+@click.argument("scopes", nargs=-1)
+@click.option("--full", is_flag=True, help="Show each entry's whole content, not one line.")
+@_path_option
+@_json_option
+def list_command(scopes: tuple[str, ...], full: bool, path: Path | None, as_json: bool) -> None:
+    """List the live entries of SCOPES (default: every scope), by scope then name.
+
+    With --json: one entry per line, in the form `agentmemory import` reads back.
+    """
+    from .journal import encode_entry
+
+    with _open_journal(path) as store:
+        wanted = list(dict.fromkeys(scopes)) or _live_scopes(store)
+        entries = [e for scope in wanted for e in store.list(scope)]
+    if as_json:
+        for e in entries:
+            click.echo(encode_entry(e))
+        return
+    if not entries:
+        where = ", ".join(wanted) if wanted else "the store"
+        click.echo(f"no entries in {where}")
+        return
+    width = max(len(e.key) for e in entries)
+    for e in entries:
+        text = e.description or e.content
+        if full:
+            click.echo(f"{e.key}  ({e.size} bytes, updated {_when(e)} UTC)")
+            click.echo(e.content.rstrip("\n"))
+            click.echo("")
+        else:
+            click.echo(f"{e.key:<{width}}  {e.size:>5} B  {_when(e)}  {_one_line(text, 80)}")
+
+
+@main.command("forget")
+@click.argument("key")
+@_session_option
+@_path_option
+@_embedder_option
+@_json_option
+def forget_command(
+    key: str, session_id: str | None, path: Path | None, embedder_name: str | None, as_json: bool
+) -> None:
+    """Forget the entry KEY (SCOPE/NAME): journal a tombstone and drop its vector.
+
+    The tombstone keeps the last content, so `agentmemory journal` still shows it.
+    """
+    from .journal import encode_change
+
+    scope, name = _parse_key(key)
+    with _open_index(path, embedder_name, create=False) as store:
+        change = store.forget(scope, name, session=session_id)
+    if as_json:
+        click.echo(encode_change(change))
+        return
+    click.echo(f"forgot {change.entry.key} (journal seq {change.seq})")
+
+
+# --- search and render ----------------------------------------------------------------------
+
+
+@main.command("search")
+@click.argument("query", nargs=-1, required=True)
+@click.option(
+    "--scope", "scopes", multiple=True, help="A scope to search; repeat for several (default: all)."
+)
+@click.option(
+    "--limit", type=click.IntRange(min=1), default=5, show_default=True, help="At most this many."
+)
+@click.option(
+    "--mode",
+    type=click.Choice(["auto", "hybrid", "bm25", "vector"]),
+    default="auto",
+    show_default=True,
+    help="hybrid: BM25 and vector legs fused by reciprocal rank fusion (what auto means for a "
+    "store with vectors); bm25 or vector: one leg alone.",
+)
+@click.option("--full", is_flag=True, help="Show each hit's whole content, not one line.")
+@_path_option
+@_embedder_option
+@_json_option
+def search_command(
+    query: tuple[str, ...],
+    scopes: tuple[str, ...],
+    limit: int,
+    mode: str,
+    full: bool,
+    path: Path | None,
+    embedder_name: str | None,
+    as_json: bool,
+) -> None:
+    """Rank entries for QUERY as memory_search does (hybrid BM25 + vector recall).
+
+    Each hit shows its rank, its score (the fused RRF score for hybrid, else the leg's raw
+    score) and where each leg ranked it (#rank and raw score: BM25, cosine).
+    """
+    text = " ".join(query)
+    if mode == "bm25":  # the lexical leg lives in the journal: no index, no model
+        with _open_journal(path) as journal:
+            wanted = list(scopes) or _live_scopes(journal)
+            hits = journal.recall(text, scopes=wanted, limit=limit, mode="bm25") if wanted else []
+    else:
+        with _open_index(path, embedder_name, create=False) as store:
+            wanted = list(scopes) or _live_scopes(store.journal_store)
+            hits = store.recall(text, scopes=wanted, limit=limit, mode=mode) if wanted else []
+    shown_mode = "hybrid" if mode == "auto" else mode
+    if as_json:
+        _echo_json(
+            {
+                "query": text,
+                "mode": shown_mode,
+                "scopes": wanted,
+                "hits": [
+                    {
+                        "rank": rank,
+                        "scope": h.entry.scope,
+                        "name": h.entry.name,
+                        "score": h.score,
+                        "legs": {
+                            leg: {"rank": s.rank, "score": s.score}
+                            for leg, s in sorted(h.legs.items())
+                        },
+                        "content": h.entry.content,
+                        "meta": h.entry.meta or {},
+                        "hash": h.entry.hash,
+                    }
+                    for rank, h in enumerate(hits, start=1)
+                ],
+            }
+        )
+        return
+    where = ", ".join(wanted) if wanted else "(no scopes)"
+    if not hits:
+        click.echo(f"no entries in {where} match {text!r} ({shown_mode})")
+        return
+    noun = "hit" if len(hits) == 1 else "hits"
+    click.echo(f"{len(hits)} {noun} in {where} for {text!r} ({shown_mode})")
+    for rank, h in enumerate(hits, start=1):
+        legs = []
+        for leg in ("bm25", "vector"):
+            s = h.legs.get(leg)
+            legs.append(f"{leg} #{s.rank} {s.score:.3f}" if s is not None else f"{leg} -")
+        click.echo(f"{rank:>2}. {h.entry.key}  score {h.score:.4f}  ({', '.join(legs)})")
+        body = h.entry.content.rstrip("\n") if full else _one_line(h.entry.content, _SHOW_CHARS)
+        click.echo("    " + body.replace("\n", "\n    "))
+
+
+@main.command("render")
+@click.argument("scopes", nargs=-1, required=True)
+@click.option(
+    "--max-total-bytes",
+    type=click.IntRange(min=1),
+    default=32 * 1024,
+    show_default=True,
+    help="The bound of the block, in UTF-8 bytes.",
+)
+@_path_option
+@_json_option
+def render_command(
+    scopes: tuple[str, ...], max_total_bytes: int, path: Path | None, as_json: bool
+) -> None:
+    """Print the memory block of SCOPES that the model reads, byte for byte.
+
+    With --json: {"block", "bytes", "manifest"} (the manifest lists what the block holds and
+    what it left out, and why).
+    """
+    from .entries import utf8_len
+    from .render import render
+
+    with _open_journal(path) as store:
+        block, manifest = render(store, list(scopes), max_total_bytes=max_total_bytes)
+    if as_json:
+        _echo_json({"block": block, "bytes": utf8_len(block), "manifest": manifest.to_dict()})
+        return
+    click.echo(block)
+
+
+# --- the journal ----------------------------------------------------------------------------
+
+
+@main.command("journal")
+@click.option(
+    "--after", type=click.IntRange(min=0), default=0, help="Only records with seq above this."
+)
+@click.option(
+    "--limit", type=click.IntRange(min=1), default=None, help="At most this many records."
+)
+@_path_option
+@_json_option
+def journal_command(after: int, limit: int | None, path: Path | None, as_json: bool) -> None:
+    """Print the journal: every write, in order (seq, time, kind, entry, content hash).
+
+    With --json: one record per line in the Go module's journal.jsonl form.
+    """
+    from .journal import encode_change
+
+    with _open_journal(path) as store:
+        shown = 0
+        for change in store.journal(after):
+            if limit is not None and shown >= limit:
+                break
+            click.echo(encode_change(change) if as_json else _change_line(change))
+            shown += 1
+    if not shown and not as_json:
+        click.echo(f"no journal records after seq {after}")
+
+
+@main.command("lost-updates")
+@click.option(
+    "--after", type=click.IntRange(min=0), default=0, help="Only records with seq above this."
+)
+@_path_option
+@_json_option
+def lost_updates_command(after: int, path: Path | None, as_json: bool) -> None:
+    """List lost updates: writes built on another state than the one they replaced.
+
+    Each is a journal record whose writer read (or was shown) an older version of the entry
+    than the journal held when it wrote; the change in between was overwritten unseen.
+    """
+    from .journal import encode_change, lost_updates
+
+    with _open_journal(path) as store:
+        found = lost_updates(store, after)
+    if as_json:
+        for lost in found:
+            _echo_json(
+                {
+                    "seq": lost.change.seq,
+                    "key": lost.change.entry.key,
+                    "prev": lost.change.prev,
+                    "over": lost.over,
+                    "session": lost.change.session,
+                    "change": json.loads(encode_change(lost.change)),
+                }
+            )
+        return
+    if not found:
+        click.echo(f"no lost updates after seq {after}")
+        return
+    for lost in found:
+        c = lost.change
+        who = f" by session {c.session}" if c.session else ""
+        click.echo(
+            f"seq {c.seq}: {c.entry.key} was written{who} on {_short_hash(c.prev)}, but the "
+            f"journal held {_short_hash(lost.over) if lost.over else 'no entry'}"
+        )
+
+
+# --- the index ------------------------------------------------------------------------------
+
+
+@main.command("verify")
+@click.option(
+    "--repair", is_flag=True, help="Embed what is missing or stale and drop what is extra."
+)
+@_path_option
+@_embedder_option
+@_json_option
+def verify_command(
+    repair: bool, path: Path | None, embedder_name: str | None, as_json: bool
+) -> None:
+    """Check that the vector index matches the journal (exit status 1 when it does not).
+
+    Opening the store first replays journal records the index has not seen.
+    """
+    with _open_index(path, embedder_name, create=False) as store:
+        report = store.repair() if repair else store.verify()
+    if as_json:
+        _echo_json(
+            {
+                "ok": report.ok,
+                "missing": report.missing,
+                "stale": report.stale,
+                "extra": report.extra,
+                "live": report.live,
+                "indexed": report.indexed,
+                "cursor": report.cursor,
+                "last_seq": report.last_seq,
+            }
+        )
+    else:
+        text = str(report)
+        if not report.ok:
+            text = text.replace("repair() or reindex()", "'agentmemory verify --repair'")
+        click.echo(text)
+    if not report.ok:
+        sys.exit(1)
+
+
+@main.command("reindex")
+@_path_option
+@_embedder_option
+@_json_option
+def reindex_command(path: Path | None, embedder_name: str | None, as_json: bool) -> None:
+    """Rebuild the vector index from the journal (with --embedder NAME: switch to it)."""
+    started = time.perf_counter()
+    with _open_index(path, embedder_name, create=False, reindex=True) as store:
+        report = store.verify()
+        name = store.embedder.name
+    seconds = time.perf_counter() - started
+    if as_json:
+        _echo_json({"indexed": report.indexed, "embedder": name, "seconds": round(seconds, 3)})
+        return
+    click.echo(f"reindexed {report.indexed} entries with {name} in {seconds:.1f} s")
+
+
+# --- import ---------------------------------------------------------------------------------
+
+_IMPORT_KEYS = ("scope", "name", "content", "meta")
+_IGNORED_KEYS = ("hash", "updated")  # what `list --json` adds; the store sets them
+
+
+@dataclass(frozen=True, slots=True)
+class _ImportLine:
+    number: int
+    entry: Entry
+
+
+def _read_lines(source: str) -> tuple[str, list[str]]:
+    """``(label, lines)`` of a JSON Lines file, or of stdin for ``-``."""
+    if source == "-":
+        return "stdin", sys.stdin.read().splitlines()
+    file = Path(source).expanduser()
+    try:
+        raw = file.read_bytes()
+    except OSError as exc:
+        raise CliError(f"cannot read {file}: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise CliError(
+            f"{file} line {line}: not UTF-8 ({exc.reason}); nothing was imported"
+        ) from None
+    return str(file), text.splitlines()
+
+
+def _entry_from_line(text: str, default_scope: str | None, limit: int) -> Entry:
+    """Parse and check one line; raises ``ValueError`` (or an entry error) saying why not."""
+    from .entries import Entry, check_entry
+
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"a JSON {type(data).__name__}, not an object with scope, name, content")
+    unknown = sorted(set(data) - set(_IMPORT_KEYS) - set(_IGNORED_KEYS))
+    if unknown:
+        raise ValueError(
+            f"unknown member {unknown[0]!r}; an entry has {', '.join(_IMPORT_KEYS)} "
+            f"({', '.join(_IGNORED_KEYS)} are ignored)"
+        )
+    scope = data.get("scope", default_scope)
+    if scope is None:
+        raise ValueError("no scope; give one in the line or with --scope")
+    for key, value in (
+        ("scope", scope),
+        ("name", data.get("name")),
+        ("content", data.get("content")),
+    ):
+        if not isinstance(value, str):
+            got = "missing" if value is None else f"a JSON {type(value).__name__}"
+            raise ValueError(f"{key} is {got}; it must be a string")
+    meta = data.get("meta")
+    if meta is not None and (
+        not isinstance(meta, dict) or not all(isinstance(v, str) for v in meta.values())
+    ):
+        raise ValueError("meta must be an object of string values, or null")
+    entry = Entry(scope=scope, name=data["name"], content=data["content"], meta=meta or None)
+    check_entry(entry, limit)
+    return entry
+
+
+def _parse_import(label: str, lines: Sequence[str], default_scope: str | None) -> list[_ImportLine]:
+    """Every entry of the file, checked; a :class:`CliError` naming the first bad line (and
+    how many more there are) when any line is bad, before anything is written."""
+    from .entries import DEFAULT_MAX_ENTRY_BYTES
+
+    out: list[_ImportLine] = []
+    seen: dict[tuple[str, str], int] = {}
+    errors: list[str] = []
+    for number, text in enumerate(lines, start=1):
+        if not text.strip():
+            continue
+        try:
+            entry = _entry_from_line(text, default_scope, DEFAULT_MAX_ENTRY_BYTES)
+        except (ValueError, AgentMemoryError) as exc:
+            errors.append(f"{label} line {number}: {CliError(str(exc)).message}")
+            continue
+        first = seen.setdefault((entry.scope, entry.name), number)
+        if first != number:
+            errors.append(
+                f"{label} line {number}: {entry.key} is already at line {first}; "
+                "give each entry once"
+            )
+            continue
+        out.append(_ImportLine(number, entry))
+    if errors:
+        others = len(errors) - 1
+        more = f" ({others} more bad line{'s' if others > 1 else ''})" if others else ""
+        raise CliError(f"{errors[0]}{more}; nothing was imported")
+    return out
+
+
+def _unchanged(store: ChromaStore, entry: Entry) -> bool:
+    from .errors import NotFoundError
+
+    try:
+        stored = store.get(entry.scope, entry.name)
+    except NotFoundError:
+        return False
+    return stored.content == entry.content and (stored.meta or None) == (entry.meta or None)
+
+
+@main.command("import")
+@click.argument("source", metavar="FILE")
+@click.option(
+    "--scope",
+    "default_scope",
+    default=None,
+    help="The scope of lines that name none.",
+)
+@click.option(
+    "--batch",
+    type=click.IntRange(min=1),
+    default=IMPORT_BATCH,
+    show_default=True,
+    help="Entries per journal transaction (and per progress step).",
+)
+@click.option(
+    "--progress/--no-progress",
+    default=None,
+    help="Show a progress bar on stderr (default: when stderr is a terminal).",
+)
+@_session_option
+@_path_option
+@_embedder_option
+@_json_option
+def import_command(
+    source: str,
+    default_scope: str | None,
+    batch: int,
+    progress: bool | None,
+    session_id: str | None,
+    path: Path | None,
+    embedder_name: str | None,
+    as_json: bool,
+) -> None:
+    """Import entries from FILE, JSON Lines ('-' for stdin).
+
+    Each line is an object {"scope", "name", "content", "meta"?} (the form `list --json`
+    prints; its hash and updated are ignored). Blank lines are skipped.
+
+    All or nothing for a bad file: every line is checked first (JSON, members, entry rules,
+    size, an entry given twice), and one bad line imports nothing and names its line number.
+    A good file is written in batches of --batch entries, each one journal transaction. Entries
+    already stored with the same content and meta are skipped, so if writing stops midway
+    (store locked, disk full) the batches before it stand, and running the same import again
+    finishes it.
+    """
+    from tqdm import tqdm
+
+    label, lines = _read_lines(source)
+    parsed = _parse_import(label, lines, default_scope)
+    started = time.perf_counter()
+    written = unchanged = 0
+    by_scope: dict[str, int] = {}
+    first_seq = last_seq = 0
+    with (
+        _open_index(path, embedder_name, create=True) as store,
+        tqdm(
+            total=len(parsed),
+            desc="import",
+            unit="entry",
+            disable=(not progress) if progress is not None else None,
+            file=sys.stderr,
+        ) as bar,
+    ):
+        for i in range(0, len(parsed), batch):
+            chunk = parsed[i : i + batch]
+            todo = [p.entry for p in chunk if not _unchanged(store, p.entry)]
+            try:
+                changes = store.put_many(todo, session=session_id) if todo else []
+            except AgentMemoryError as exc:
+                done = (
+                    f"the {written + unchanged} entries before line {chunk[0].number} are in "
+                    "the store"
+                    if i
+                    else "nothing was imported"
+                )
+                raise CliError(
+                    f"{CliError(str(exc)).message}; {done}; run the same import again to "
+                    "finish (entries already stored unchanged are skipped)"
+                ) from None
+            for c in changes:
+                by_scope[c.entry.scope] = by_scope.get(c.entry.scope, 0) + 1
+            if changes:
+                first_seq = first_seq or changes[0].seq
+                last_seq = changes[-1].seq
+            written += len(changes)
+            unchanged += len(chunk) - len(todo)
+            bar.update(len(chunk))
+    seconds = time.perf_counter() - started
+    if as_json:
+        _echo_json(
+            {
+                "imported": written,
+                "unchanged": unchanged,
+                "scopes": dict(sorted(by_scope.items())),
+                "first_seq": first_seq,
+                "last_seq": last_seq,
+                "seconds": round(seconds, 3),
+            }
+        )
+        return
+    scopes = ", ".join(f"{s} {n}" for s, n in sorted(by_scope.items()))
+    click.echo(
+        f"imported {written} entries{f' ({scopes})' if scopes else ''} in {seconds:.1f} s"
+        + (f"; {unchanged} already stored unchanged" if unchanged else "")
+    )
+
+
+# --- MCP ------------------------------------------------------------------------------------
 
 
 @main.command("mcp")
-@click.option(
-    "--path",
-    "path",
-    required=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="The store folder (created when missing): DIR/journal.sqlite3 and DIR/chroma/.",
-)
+@_path_option
 @click.option(
     "--scope",
     "scopes",
@@ -44,15 +999,7 @@ def main() -> None:
     multiple=True,
     help="A scope memory_search reads and the writers refuse; repeat for several.",
 )
-@click.option(
-    "--embedder",
-    "embedder_name",
-    default=None,
-    metavar="NAME",
-    help="The embedder by registry name (default: the packaged all-MiniLM-L6-v2, "
-    "sentence-transformers:all-MiniLM-L6-v2; 'hashing' needs no model). A store keeps the "
-    "embedder it was indexed with.",
-)
+@_embedder_option
 @click.option(
     "--max-total-bytes",
     type=click.IntRange(min=1),
@@ -61,7 +1008,7 @@ def main() -> None:
     help="The bound of the rendered block (memory://block), in bytes.",
 )
 def mcp_command(
-    path: Path,
+    path: Path | None,
     scopes: tuple[str, ...],
     read_scopes: tuple[str, ...],
     embedder_name: str | None,
@@ -73,10 +1020,6 @@ def mcp_command(
     resource memory://block. Stops when the client closes stdin.
     """
     logging.basicConfig(level=logging.WARNING)  # stderr: stdout carries the protocol
-    import embedders
-
-    from .chroma_store import ChromaStore
-    from .errors import AgentMemoryError
     from .mcp_server import MemoryServer, serve_stdio
     from .mem_store import MemStore
     from .tools import ToolConfigError, tools
@@ -85,14 +1028,7 @@ def mcp_command(
         tools(MemStore(), scopes, read_scopes=read_scopes)
     except ToolConfigError as exc:
         raise click.UsageError(str(exc)) from None
-    try:
-        embedder = embedders.get(embedder_name or embedders.DEFAULT_EMBEDDER)
-    except embedders.UnknownEmbedderError as exc:
-        raise click.BadParameter(str(exc), param_hint="--embedder") from None
-    try:
-        store = ChromaStore.open(path, embedder=embedder)
-    except AgentMemoryError as exc:  # locked by another process, another embedder, not ours
-        raise click.ClickException(str(exc)) from None
+    store = _open_index(path, embedder_name, create=True)
     try:
         server = MemoryServer(
             store, scopes, read_scopes=read_scopes, max_total_bytes=max_total_bytes
@@ -100,3 +1036,166 @@ def mcp_command(
         serve_stdio(server)
     finally:
         store.close()
+
+
+# --- eval and demo --------------------------------------------------------------------------
+
+
+def _eval_data(dataset: str, data: Path | None, download: bool) -> Path:
+    from .errors import DataNotFoundError
+    from .eval import fetch_dataset, find_data
+
+    try:
+        return find_data(dataset, data)
+    except DataNotFoundError:
+        if not download or data is not None:
+            raise
+    click.echo(f"agentmemory: fetching the public {dataset} data into the cache", err=True)
+    return fetch_dataset(dataset)
+
+
+@main.command("eval")
+@click.argument("dataset", type=click.Choice(["locomo", "scifact"]))
+@click.option(
+    "--data",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="The data file or folder (default: ../shared/data beside the repository, then the cache).",
+)
+@click.option(
+    "--download", is_flag=True, help="Fetch the public data into the cache when it is not found."
+)
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Run a slice: the first N conversations (locomo) or queries (scifact).",
+)
+@click.option(
+    "--json-out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the results (every query's rankings too) as JSON here (default: the cache "
+    "folder's results/).",
+)
+@click.option(
+    "--embedder",
+    "embedder_name",
+    default=None,
+    metavar="NAME",
+    help="The embedder by registry name (default: the evaluation's, the packaged "
+    "all-MiniLM-L6-v2).",
+)
+@click.option("--rebuild", is_flag=True, help="Build the cached evaluation stores again.")
+@click.option(
+    "--progress/--no-progress",
+    default=True,
+    show_default=True,
+    help="Progress bars on stderr.",
+)
+@_json_option
+def eval_command(
+    dataset: str,
+    data: Path | None,
+    download: bool,
+    limit: int | None,
+    json_out: Path | None,
+    embedder_name: str | None,
+    rebuild: bool,
+    progress: bool,
+    as_json: bool,
+) -> None:
+    """Evaluate BM25, vector and hybrid recall on a public benchmark and print the table.
+
+    locomo: one store per conversation, each dialog turn an entry, each question a query scored
+    against its evidence turns (Recall@k, Hit@k, MRR, nDCG@10; also per category). scifact:
+    each abstract an entry, the 300 test queries scored against their qrels. Evaluation stores
+    are cached, so a second run embeds nothing.
+    """
+    from .eval import cache_dir, evaluate
+
+    if embedder_name is not None:
+        _get_embedder(embedder_name)  # an unknown name is a usage error before any work
+    path = _eval_data(dataset, data, download)
+    result = evaluate(
+        dataset,
+        limit=limit,
+        data=path,
+        embedder=embedder_name,
+        rebuild=rebuild,
+        progress=progress,
+    )
+    if json_out is None:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        json_out = cache_dir() / "results" / f"{dataset}-{stamp}.json"
+    written = result.write_json(json_out)
+    if as_json:
+        click.echo(result.to_json(queries=False))
+    else:
+        click.echo(result.render())
+    click.echo(f"results written to {written}", err=as_json)
+
+
+@main.command("demo")
+@click.option(
+    "--data",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="The LoCoMo file, or a folder holding it (default: "
+    "../shared/data/locomo/locomo-dev.json beside the repository, then the cache).",
+)
+@click.option(
+    "--download",
+    is_flag=True,
+    help="Fetch the public locomo10.json (checked by its SHA-256) when no data is found.",
+)
+@click.option(
+    "--conversation",
+    default=None,
+    metavar="ID",
+    help="Which conversation: its sample id (conv-30) or number from 1 (default: the first).",
+)
+@click.option(
+    "--questions",
+    type=click.IntRange(min=1),
+    default=8,
+    show_default=True,
+    help="How many of its questions to search for (spread over the conversation).",
+)
+@click.option(
+    "--keep",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Build the demo store in this new folder and keep it (default: a temporary folder, "
+    "removed at the end).",
+)
+@_embedder_option
+def demo_command(
+    data: Path | None,
+    download: bool,
+    conversation: str | None,
+    questions: int,
+    keep: Path | None,
+    embedder_name: str | None,
+) -> None:
+    """Import one LoCoMo conversation and search it the way an agent does.
+
+    Each dialog turn becomes an entry; for some of the conversation's questions the real
+    memory_search tool is called, and its result (what the model reads) is printed with the
+    Recall@5 of the question's evidence turns. Ends with the overall Recall@5, also of BM25
+    and vector search alone. Offline; about a minute.
+    """
+    from .demo import run_demo
+
+    embedder = _get_embedder(embedder_name or DEFAULT_CLI_EMBEDDER)
+    path = _eval_data("locomo", data, download)
+    if keep is not None and keep.exists() and any(keep.iterdir()):
+        raise CliError(f"--keep folder {keep} is not empty; give a new or empty folder")
+    run_demo(
+        data=path,
+        conversation=conversation,
+        questions=questions,
+        embedder=embedder,
+        path=keep,
+        out=click.echo,
+    )
