@@ -1,0 +1,314 @@
+"""Recall latency at 1k, 10k and 100k entries in one scope: each leg, the hybrid, a write followed
+by a search, and the obvious baselines measured in the same run.
+
+    .venv/bin/python benchmarks/recall.py [--quick] [--sizes 1000,10000,100000] [--queries 40]
+        [--writes 20] [--threads 1] [--dim 384] [--no-model]
+
+Rows (latency in ms, median and p95 over the queries):
+
+* ``bm25 MemStore``: ``MemStore.search_text`` (in-memory incremental BM25 index).
+* ``bm25 SqliteStore``: ``SqliteStore.search_text`` (FTS5 table, ``bm25()``).
+* ``vector ChromaStore``: ``ChromaStore.search_vector`` of a precomputed query vector (one
+  collection per scope, no ``where`` filter).
+* ``hybrid ChromaStore``: ``ChromaStore.recall(mode="hybrid")``, BM25 and vector legs at depth
+  ``3 * limit`` fused by RRF. The query is embedded by the hashing embedder (about 0.02 ms, so the
+  figure is the search cost "query embedding excluded"); the real model's time per query is
+  reported beside the table.
+* ``write+search <store>``: one ``put`` of a new entry (its hashing embedding, about 0.02 ms,
+  included) followed by one ``recall``.
+* baselines: ``rank-bm25 rebuilt``: ``BM25Okapi`` built over the scope's documents then scored
+  (what a search costs when the index cannot follow writes); ``numpy exact cosine``: a ``(n, dim)``
+  float32 matrix product and ``argpartition`` top-k; ``chroma where``: one Chroma collection for
+  every scope queried with ``where={"scope": ...}``; their write+search adds the document first.
+
+Entries are synthetic short texts (8 to 24 words from a Zipf-distributed vocabulary of 20,000
+made-up words plus English function words); queries are 2 to 5 vocabulary words wrapped in a
+question ("what did I say about ..."). Vectors come from the hashing embedder (``--dim``), so the
+100k rows run in minutes. BLAS threads are set by ``--threads`` (1 by default: on this shared
+2-core machine more threads were slower, see reference/measured-here.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+# This folder holds embedders.py (a benchmark), which would shadow the embedders package.
+_here = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _here]
+
+# Threads must be fixed before numpy loads its BLAS.
+_pre = argparse.ArgumentParser(add_help=False)
+_pre.add_argument("--threads", type=int, default=1)
+_threads = str(_pre.parse_known_args()[0].threads)
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, _threads)
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import random  # noqa: E402
+import shutil  # noqa: E402
+import statistics  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from collections import Counter  # noqa: E402
+from collections.abc import Callable, Sequence  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from agentmemory import ChromaStore, Entry, MemStore, SqliteStore  # noqa: E402
+from embedders import HashingEmbedder  # noqa: E402
+from recallers import DEFAULT_TOKENIZER, ExactVectorIndex, document_terms  # noqa: E402
+
+SCOPE = "bench"
+LIMIT = 10
+FUNCTION_WORDS = "the a of to and in on for with my is was at it that this".split()  # noqa: SIM905
+
+
+def corpus(n: int, seed: int = 1) -> tuple[list[Entry], list[str]]:
+    """``n`` entries of synthetic short text and 200 question-like queries."""
+    rng = random.Random(seed)
+    syllables = ["ka", "lo", "mi", "ne", "ru", "ta", "vo", "zi", "be", "do", "fa", "gu"]
+    vocab = sorted({"".join(rng.choices(syllables, k=rng.randint(2, 4))) for _ in range(40000)})
+    vocab = vocab[:20000]
+    weights = [1 / (i + 1) ** 1.07 for i in range(len(vocab))]
+    entries = []
+    for i in range(n):
+        words = rng.choices(vocab, weights, k=rng.randint(8, 24))
+        for _ in range(rng.randint(1, 5)):
+            words.insert(rng.randrange(len(words)), rng.choice(FUNCTION_WORDS))
+        entries.append(Entry(SCOPE, f"note-{i}", " ".join(words).capitalize() + "."))
+    queries = []
+    for _ in range(200):
+        words = rng.choices(vocab[:5000], k=rng.randint(2, 5))
+        queries.append(f"what did I say about the {' '.join(words)}?")
+    return entries, queries
+
+
+def timed(fn: Callable[[int], object], reps: int) -> list[float]:
+    """Milliseconds of ``fn(i)`` for ``i`` in ``range(reps)``."""
+    out = []
+    for i in range(reps):
+        t = time.perf_counter()
+        fn(i)
+        out.append((time.perf_counter() - t) * 1000)
+    return out
+
+
+def p95(ms: Sequence[float]) -> float:
+    s = sorted(ms)
+    return s[min(len(s) - 1, round(0.95 * (len(s) - 1)))]
+
+
+def row(n: int, what: str, ms: Sequence[float], base: float | None = None) -> list[str]:
+    med = statistics.median(ms)
+    ratio = f"{base / med:.1f}x" if base else ""
+    return [f"{n:,}", what, f"{med:.2f}", f"{p95(ms):.2f}", str(len(ms)), ratio]
+
+
+def new_entry(i: int, queries: Sequence[str]) -> Entry:
+    return Entry(SCOPE, f"written-{i}", f"fresh note {i}: {queries[i % len(queries)][23:]}")
+
+
+def bench_size(n: int, args: argparse.Namespace, work: Path) -> list[list[str]]:
+    entries, queries = corpus(n)
+    emb = HashingEmbedder(args.dim)
+    q = queries[: args.queries]
+    qvecs = emb.embed(q)
+    rows: list[list[str]] = []
+    reps_slow = max(3, min(args.queries, 300_000 // n))  # rebuilt baselines at 100k: 3 runs
+
+    t = time.perf_counter()
+    mem = MemStore()
+    for e in entries:
+        mem.put(e)
+    print(f"  {n:,}: MemStore filled in {time.perf_counter() - t:.1f} s", file=sys.stderr)
+    t = time.perf_counter()
+    sql = SqliteStore(work / f"sql-{n}.sqlite3")
+    sql.put_many(entries)
+    print(f"  {n:,}: SqliteStore filled in {time.perf_counter() - t:.1f} s", file=sys.stderr)
+    t = time.perf_counter()
+    chroma = ChromaStore.open(work / f"chroma-{n}", embedder=emb)
+    for start in range(0, n, 5000):
+        chroma.put_many(entries[start : start + 5000])
+    print(f"  {n:,}: ChromaStore filled in {time.perf_counter() - t:.1f} s", file=sys.stderr)
+
+    # baselines' data
+    t = time.perf_counter()
+    tokens = [document_terms(e, DEFAULT_TOKENIZER) for e in entries]
+    matrix = emb.embed([e.content for e in entries])
+    exact: ExactVectorIndex[Entry] = ExactVectorIndex(args.dim)
+    exact.put_many(entries, matrix)
+    import chromadb
+    from chromadb.config import Settings
+
+    client = chromadb.PersistentClient(
+        path=str(work / f"where-{n}"), settings=Settings(anonymized_telemetry=False)
+    )
+    col = client.get_or_create_collection(
+        "where", embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
+    )
+    batch = min(5000, client.get_max_batch_size())
+    for start in range(0, n, batch):
+        part = entries[start : start + batch]
+        col.add(
+            ids=[e.key for e in part],
+            embeddings=matrix[start : start + batch],
+            metadatas=[{"scope": e.scope, "name": e.name} for e in part],
+        )
+    print(f"  {n:,}: baselines built in {time.perf_counter() - t:.1f} s", file=sys.stderr)
+
+    from rank_bm25 import BM25Okapi
+
+    def okapi_search(i: int) -> object:
+        bm = BM25Okapi(tokens, k1=1.2, b=0.75, epsilon=0)
+        scores = bm.get_scores(DEFAULT_TOKENIZER(q[i % len(q)]))
+        return np.argpartition(-scores, LIMIT)[:LIMIT]
+
+    def where_search(i: int) -> object:
+        return col.query(
+            query_embeddings=qvecs[i % len(q)][None, :], n_results=LIMIT, where={"scope": SCOPE}
+        )
+
+    def plain_search(i: int) -> object:
+        return col.query(query_embeddings=qvecs[i % len(q)][None, :], n_results=LIMIT)
+
+    # warm every path once (Chroma loads its index on the first query)
+    for fn in (
+        lambda: mem.search_text(q[0], scopes=[SCOPE], limit=LIMIT),
+        lambda: sql.search_text(q[0], scopes=[SCOPE], limit=LIMIT),
+        lambda: chroma.recall(q[0], scopes=[SCOPE], limit=LIMIT, mode="hybrid"),
+        lambda: where_search(0),
+    ):
+        fn()
+
+    okapi = timed(okapi_search, reps_slow)
+    numpy_ms = timed(lambda i: exact.search_vector(qvecs[i], limit=LIMIT, scopes=[SCOPE]), len(q))
+    where = timed(where_search, len(q))
+    plain = timed(plain_search, len(q))
+    rows.append(row(n, "bm25 leg: MemStore (in-memory index)",
+                    timed(lambda i: mem.search_text(q[i], scopes=[SCOPE], limit=3 * LIMIT), len(q)),
+                    statistics.median(okapi)))  # fmt: skip
+    rows.append(row(n, "bm25 leg: SqliteStore (FTS5)",
+                    timed(lambda i: sql.search_text(q[i], scopes=[SCOPE], limit=3 * LIMIT), len(q)),
+                    statistics.median(okapi)))  # fmt: skip
+    rows.append(row(n, "vector leg: ChromaStore (collection per scope)",
+                    timed(lambda i: chroma.search_vector(qvecs[i], limit=3 * LIMIT, scopes=[SCOPE]),
+                          len(q)),
+                    statistics.median(where)))  # fmt: skip
+    hybrid = timed(
+        lambda i: chroma.recall(q[i], scopes=[SCOPE], limit=LIMIT, mode="hybrid"), len(q)
+    )
+    rows.append(row(n, "**hybrid: ChromaStore.recall**", hybrid))
+    # a bad case for a lexical index: the five most frequent content words, each in many entries
+    counts = Counter(t for e in entries[:5000] for t in DEFAULT_TOKENIZER(e.content))
+    common = " ".join(w for w, _ in counts.most_common(5))
+    reps = max(5, len(q) // 4)
+    rows.append(row(n, "bm25 leg: MemStore, 5 most frequent words",
+                    timed(lambda i: mem.search_text(common, scopes=[SCOPE], limit=3 * LIMIT), reps)))  # fmt: skip
+    rows.append(row(n, "bm25 leg: SqliteStore, 5 most frequent words",
+                    timed(lambda i: sql.search_text(common, scopes=[SCOPE], limit=3 * LIMIT), reps)))  # fmt: skip
+    rows.append(row(n, "hybrid: ChromaStore.recall, 5 most frequent words",
+                    timed(lambda i: chroma.recall(common, scopes=[SCOPE], limit=LIMIT), reps)))  # fmt: skip
+    rows.append(row(n, "baseline: rank-bm25 BM25Okapi rebuilt per search", okapi))
+    rows.append(row(n, "baseline: numpy exact cosine (1 thread)", numpy_ms))
+    rows.append(row(n, "baseline: Chroma, `where` scope filter", where))
+    rows.append(row(n, "reference: Chroma, no filter", plain))
+
+    w = args.writes
+
+    def write_search(st: Any, offset: int) -> Callable[[int], object]:
+        def run(i: int) -> object:
+            st.put(new_entry(offset + i, q))
+            return st.recall(q[i % len(q)], scopes=[SCOPE], limit=LIMIT)
+
+        return run
+
+    ws_hybrid = timed(write_search(chroma, 0), w)
+    rows.append(row(n, "write+search: MemStore (bm25)", timed(write_search(mem, 0), w)))
+    rows.append(row(n, "write+search: SqliteStore (bm25)", timed(write_search(sql, 0), w)))
+    rows.append(row(n, "**write+search: ChromaStore (hybrid)**", ws_hybrid))
+
+    def okapi_write_search(i: int) -> object:
+        tokens.append(document_terms(new_entry(10_000 + i, q)))
+        return okapi_search(i)
+
+    def where_write_search(i: int) -> object:
+        e = new_entry(20_000 + i, q)
+        col.upsert(ids=[e.key], embeddings=emb.embed([e.content]), metadatas=[{"scope": SCOPE}])
+        return where_search(i)
+
+    def numpy_write_search(i: int) -> object:
+        e = new_entry(30_000 + i, q)
+        exact.put(e, emb.embed([e.content])[0])
+        return exact.search_vector(qvecs[i % len(q)], limit=LIMIT, scopes=[SCOPE])
+
+    rows.append(
+        row(n, "write+search baseline: rank-bm25 rebuilt", timed(okapi_write_search, reps_slow))
+    )
+    rows.append(row(n, "write+search baseline: numpy exact cosine", timed(numpy_write_search, w)))
+    rows.append(row(n, "write+search baseline: Chroma `where`", timed(where_write_search, w)))
+
+    mem.close()
+    sql.close()
+    chroma.close()
+    del client
+    return rows
+
+
+def model_query_ms(queries: Sequence[str]) -> list[tuple[str, float, float]]:
+    """Per-query embedding time of the packaged model (sentence-transformers and ONNX)."""
+    import embedders
+
+    out = []
+    for name in (embedders.DEFAULT_EMBEDDER, embedders.ONNX_EMBEDDER):
+        try:
+            model = embedders.get(name)
+            model.embed(["warm up"])
+        except Exception as err:  # a missing ONNX export, say: report and go on
+            print(f"  {name}: not measured ({err})", file=sys.stderr)
+            continue
+        ms = timed(lambda i, m=model: m.embed([queries[i]]), 40)
+        out.append((name, statistics.median(ms), p95(ms)))
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="1k and 10k only")
+    ap.add_argument("--sizes", default="1000,10000,100000")
+    ap.add_argument("--queries", type=int, default=40)
+    ap.add_argument("--writes", type=int, default=20)
+    ap.add_argument("--threads", type=int, default=1, help="BLAS threads (default 1)")
+    ap.add_argument("--dim", type=int, default=384, help="hashing embedder width")
+    ap.add_argument("--no-model", action="store_true", help="skip the real model's timing")
+    args = ap.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    if args.quick:
+        sizes = [s for s in sizes if s <= 10_000]
+    work = Path(tempfile.mkdtemp(prefix="recall-bench-"))
+    header = ["entries", "what", "median ms", "p95 ms", "runs", "x faster than baseline"]
+    rows: list[list[str]] = []
+    load = os.getloadavg()[0]
+    try:
+        for n in sizes:
+            rows.extend(bench_size(n, args, work))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"| {' | '.join(header)} |")
+    print("|---|---|---:|---:|---:|---:|")
+    for r in rows:
+        print(f"| {' | '.join(r)} |")
+    print(f"\nload average at start {load:.2f}, at end {os.getloadavg()[0]:.2f}; "
+          f"BLAS threads {args.threads}; hashing embedder dim {args.dim}; limit {LIMIT}")  # fmt: skip
+    if not args.no_model:
+        for name, med, high in model_query_ms(corpus(10)[1]):
+            print(f"real model query embedding, {name}: median {med:.1f} ms, p95 {high:.1f} ms")
+
+
+if __name__ == "__main__":
+    main()
