@@ -1,0 +1,580 @@
+"""The ``agentmemory`` command line: every subcommand through click's CliRunner on a real store
+(ChromaStore on tmp_path, the hashing embedder), the console script as a real subprocess, and
+one run with the real default embedder (the packaged model through onnxruntime)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from agentmemory import ChromaStore, Entry, SqliteStore
+from agentmemory.cli import main
+from agentmemory.journal import decode_change
+from embedders import HashingEmbedder
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+SCRIPT = Path(sys.executable).with_name("agentmemory")
+
+
+def locomo_file() -> Path:
+    """../shared/data/locomo/locomo-dev.json, or a skip (a failure under CI=true)."""
+    path = DATA / "locomo" / "locomo-dev.json"
+    if not path.is_file():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true but the evaluation data is missing at {path}")
+        pytest.skip(f"LoCoMo data not found at {path} (../shared/data beside the repo)")
+    return path
+
+
+@pytest.fixture
+def store_dir(tmp_path: Path) -> Path:
+    return tmp_path / "store"
+
+
+def run(
+    args: Sequence[str], *, input: str | None = None, env: dict[str, str] | None = None
+) -> Result:
+    """Invoke the CLI in-process; stdout and stderr are kept apart."""
+    return CliRunner().invoke(main, list(args), input=input, env=env, catch_exceptions=False)
+
+
+def cli(store: Path, *args: str, input: str | None = None, hashing: bool = True) -> Result:
+    """Run a subcommand on ``store`` (``--path``; ``--embedder hashing`` where it takes one)."""
+    extra = ["--path", str(store)]
+    if hashing and args[0] in {"save", "forget", "search", "import", "verify", "reindex"}:
+        extra += ["--embedder", "hashing"]
+    return run([*args, *extra], input=input)
+
+
+def one_error_line(result: Result, *words: str) -> str:
+    """The run failed with exit status 1 and printed one ``agentmemory:`` line naming ``words``."""
+    assert result.exit_code == 1, (result.stdout, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("agentmemory: ")
+    assert not lines[0].startswith("agentmemory: agentmemory")
+    for w in words:
+        assert w in lines[0], lines[0]
+    return lines[0]
+
+
+def journal_seqs(store: Path) -> list[int]:
+    with SqliteStore(store / "journal.sqlite3") as journal:
+        return [c.seq for c in journal.journal()]
+
+
+# --- save, get, list, forget ----------------------------------------------------------------
+
+
+def test_save_get_list_round_trip(store_dir: Path) -> None:
+    r = cli(store_dir, "save", "user/editor-prefs", "Uses vim.", "--description", "editor")
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout.startswith("created user/editor-prefs: 9 bytes, sha256:")
+    r = cli(store_dir, "save", "project/build", "-", input="make test\n")
+    assert r.exit_code == 0, r.stderr
+
+    got = cli(store_dir, "get", "user/editor-prefs")
+    assert got.exit_code == 0
+    assert got.stdout.splitlines()[1:] == ["description: editor", "", "Uses vim."]
+    as_json = json.loads(cli(store_dir, "get", "project/build", "--json").stdout)
+    assert as_json["content"] == "make test\n"
+    assert as_json["hash"].startswith("sha256:")
+
+    listed = cli(store_dir, "list").stdout.splitlines()
+    assert [line.split()[0] for line in listed] == ["project/build", "user/editor-prefs"]
+    assert "editor" in listed[1]  # the description stands for the content
+    only_user = cli(store_dir, "list", "user", "--json").stdout.splitlines()
+    assert [json.loads(line)["name"] for line in only_user] == ["editor-prefs"]
+
+
+def test_save_keeps_meta_unless_told(store_dir: Path) -> None:
+    cli(store_dir, "save", "user/a", "one", "--meta", "source=chat", "--description", "first")
+    cli(store_dir, "save", "user/a", "two")
+    kept = json.loads(cli(store_dir, "get", "user/a", "--json").stdout)
+    assert kept["content"] == "two"
+    assert kept["meta"] == {"description": "first", "source": "chat"}
+    cli(store_dir, "save", "user/a", "three", "--no-meta")
+    assert "meta" not in json.loads(cli(store_dir, "get", "user/a", "--json").stdout)
+
+
+def test_save_if_hash_conflict_writes_nothing(store_dir: Path) -> None:
+    first = json.loads(cli(store_dir, "save", "user/a", "one", "--json").stdout)
+    stale = "sha256:" + "0" * 64
+    r = cli(store_dir, "save", "user/a", "two", "--if-hash", stale)
+    one_error_line(r, "user/a")
+    r = cli(store_dir, "save", "user/a", "two", "--if-hash", "")  # '' means: must not exist
+    one_error_line(r, "user/a")
+    assert journal_seqs(store_dir) == [first["seq"]]
+    ok = cli(store_dir, "save", "user/a", "two", "--if-hash", first["entry"]["hash"])
+    assert ok.exit_code == 0
+    assert cli(store_dir, "get", "user/a", "--json").stdout.count('"two"') == 1
+
+
+def test_refused_entries_are_one_line_errors(store_dir: Path) -> None:
+    cli(store_dir, "save", "user/a", "one")
+    one_error_line(cli(store_dir, "save", "user/Bad_Name", "x"), "Bad_Name", "kebab-case")
+    one_error_line(cli(store_dir, "save", "user/big", "x" * 5000), "5000", "4096")
+    one_error_line(cli(store_dir, "get", "user/nope"), "user/nope")
+    assert journal_seqs(store_dir) == [1]
+
+
+def test_key_must_be_scope_slash_name(store_dir: Path) -> None:
+    r = cli(store_dir, "save", "no-slash", "x")
+    assert r.exit_code == 2
+    assert "SCOPE/NAME" in r.stderr
+    assert not store_dir.exists()
+
+
+def test_reads_refuse_a_folder_without_a_store(store_dir: Path) -> None:
+    for args in (["list"], ["get", "user/a"], ["journal"], ["render", "user"], ["verify"]):
+        one_error_line(cli(store_dir, *args), "no store at", str(store_dir))
+    assert not store_dir.exists()  # nothing was created by a read
+
+
+def test_forget(store_dir: Path) -> None:
+    cli(store_dir, "save", "user/a", "apples")
+    cli(store_dir, "save", "user/b", "bananas")
+    r = cli(store_dir, "forget", "user/a")
+    assert r.stdout.strip() == "forgot user/a (journal seq 3)"
+    assert [line.split()[0] for line in cli(store_dir, "list").stdout.splitlines()] == ["user/b"]
+    one_error_line(cli(store_dir, "forget", "user/a"), "user/a")
+    hits = json.loads(cli(store_dir, "search", "apples", "--json").stdout)["hits"]
+    assert all(h["name"] != "a" for h in hits)
+
+
+def test_path_from_environment(tmp_path: Path) -> None:
+    env = {"AGENTMEMORY_PATH": str(tmp_path / "env-store")}
+    assert run(["save", "user/a", "x", "--embedder", "hashing"], env=env).exit_code == 0
+    assert (tmp_path / "env-store" / "journal.sqlite3").is_file()
+    assert run(["list"], env=env).stdout.startswith("user/a")
+
+
+# --- search and render ----------------------------------------------------------------------
+
+
+def fill(store_dir: Path) -> None:
+    with ChromaStore.open(store_dir, embedder=HashingEmbedder()) as store:
+        store.put_many(
+            [
+                Entry(scope="user", name="cats", content="The cat sleeps on the warm mat."),
+                Entry(scope="user", name="dogs", content="Dogs bark at the mail carrier."),
+                Entry(scope="project", name="build", content="Run make test before a commit."),
+            ]
+        )
+
+
+def test_search_shows_rank_score_and_legs(store_dir: Path) -> None:
+    fill(store_dir)
+    out = cli(store_dir, "search", "cat", "mat").stdout.splitlines()
+    assert out[0] == "3 hits in project, user for 'cat mat' (hybrid)"
+    assert out[1].startswith(" 1. user/cats  score ")
+    assert "bm25 #1 " in out[1] and "vector #1 " in out[1]
+    assert out[2].strip() == "The cat sleeps on the warm mat."
+
+    found = json.loads(cli(store_dir, "search", "cat", "mat", "--json").stdout)
+    assert found["mode"] == "hybrid" and found["scopes"] == ["project", "user"]
+    top = found["hits"][0]
+    assert (top["rank"], top["scope"], top["name"]) == (1, "user", "cats")
+    assert top["legs"]["bm25"]["rank"] == 1 and top["legs"]["vector"]["rank"] == 1
+    # reciprocal rank fusion with k = 60 of two first places (SPEC section 6)
+    assert top["score"] == pytest.approx(2 / 61, rel=0.2)
+
+
+def test_search_modes_scopes_and_limit(store_dir: Path) -> None:
+    fill(store_dir)
+    bm25 = json.loads(cli(store_dir, "search", "make", "--mode", "bm25", "--json").stdout)
+    assert [(h["name"], list(h["legs"])) for h in bm25["hits"]] == [("build", ["bm25"])]
+    vector = json.loads(
+        cli(store_dir, "search", "dogs", "--mode", "vector", "--scope", "user", "--json").stdout
+    )
+    assert {h["scope"] for h in vector["hits"]} == {"user"}
+    assert all(list(h["legs"]) == ["vector"] for h in vector["hits"])
+    limited = json.loads(cli(store_dir, "search", "the", "--limit", "1", "--json").stdout)
+    assert len(limited["hits"]) == 1
+    none = cli(store_dir, "search", "zebra", "--mode", "bm25")
+    assert none.exit_code == 0 and none.stdout.startswith("no entries in project, user match")
+
+
+def test_search_refuses_an_empty_query(store_dir: Path) -> None:
+    fill(store_dir)
+    one_error_line(cli(store_dir, "search", "   "), "empty")
+
+
+def test_render_prints_the_block(store_dir: Path) -> None:
+    fill(store_dir)
+    block = cli(store_dir, "render", "user").stdout
+    assert block.startswith("# Memory\n\n## user\n\n### cats (31 of 4096 bytes)\n")
+    assert "Dogs bark at the mail carrier." in block
+    assert "Run make test" not in block
+    data = json.loads(cli(store_dir, "render", "user", "project", "--json").stdout)
+    assert data["bytes"] == len(data["block"].encode())
+    assert [e["name"] for e in data["manifest"]["entries"]] == ["cats", "dogs", "build"]
+    tiny = json.loads(cli(store_dir, "render", "user", "--max-total-bytes", "200", "--json").stdout)
+    assert tiny["bytes"] <= 200
+    assert tiny["manifest"].get("omitted")
+
+
+# --- journal and lost updates ---------------------------------------------------------------
+
+
+def test_journal_lists_every_write(store_dir: Path) -> None:
+    cli(store_dir, "save", "user/a", "one", "--session", "s1")
+    cli(store_dir, "save", "user/a", "two")
+    cli(store_dir, "forget", "user/a")
+    lines = cli(store_dir, "journal").stdout.splitlines()
+    assert [line.split()[3] for line in lines] == ["create", "replace", "forget"]
+    assert "session s1" in lines[0]
+    records = [decode_change(x) for x in cli(store_dir, "journal", "--json").stdout.splitlines()]
+    assert [(c.seq, c.entry.content, c.entry.deleted) for c in records] == [
+        (1, "one", False),
+        (2, "two", False),
+        (3, "two", True),
+    ]
+    assert records[0].session == "s1"
+    after = cli(store_dir, "journal", "--after", "1", "--limit", "1", "--json").stdout
+    assert [decode_change(x).seq for x in after.splitlines()] == [2]
+
+
+def test_lost_updates(store_dir: Path) -> None:
+    cli(store_dir, "save", "user/a", "one")
+    assert cli(store_dir, "lost-updates").stdout.strip() == "no lost updates after seq 0"
+    with SqliteStore(store_dir / "journal.sqlite3") as journal:
+        seen = journal.get("user", "a").hash  # a writer reads "one"...
+        journal.put(Entry(scope="user", name="a", content="two"))  # ...another writes...
+        journal.put(Entry(scope="user", name="a", content="three"), based_on=seen, session="w")
+    r = cli(store_dir, "lost-updates")
+    assert r.stdout.startswith("seq 3: user/a was written by session w on ")
+    found = [json.loads(x) for x in cli(store_dir, "lost-updates", "--json").stdout.splitlines()]
+    assert [(f["seq"], f["key"], f["prev"]) for f in found] == [(3, "user/a", seen)]
+
+
+# --- verify and reindex ---------------------------------------------------------------------
+
+
+def test_verify_repair_and_exit_status(store_dir: Path) -> None:
+    fill(store_dir)
+    ok = cli(store_dir, "verify")
+    assert (ok.exit_code, ok.stdout.strip()) == (0, "index ok: 3 vectors for 3 live entries")
+    with ChromaStore.open(store_dir, embedder=HashingEmbedder()) as store:
+        store.client.get_collection(store.collection_name("user")).delete(ids=["user/dogs"])
+    bad = cli(store_dir, "verify")
+    assert bad.exit_code == 1
+    assert "1 missing (user/dogs)" in bad.stdout
+    assert "agentmemory verify --repair" in bad.stdout
+    assert json.loads(cli(store_dir, "verify", "--json").stdout)["missing"] == ["user/dogs"]
+    fixed = cli(store_dir, "verify", "--repair")
+    assert fixed.exit_code == 0, fixed.stdout
+    assert cli(store_dir, "verify").exit_code == 0
+
+
+def test_embedder_default_is_the_stores_own_and_reindex_switches(store_dir: Path) -> None:
+    fill(store_dir)  # indexed with hashing (256 dimensions)
+    own = run(["search", "cat", "--path", str(store_dir), "--json"])  # no --embedder
+    assert own.exit_code == 0, own.stderr
+    assert json.loads(own.stdout)["hits"][0]["name"] == "cats"
+    other = run(["search", "cat", "--path", str(store_dir), "--embedder", "hashing:64"])
+    line = one_error_line(other, "hashing:256", "hashing:64")
+    assert "agentmemory reindex --embedder hashing:64" in line
+    r = run(["reindex", "--path", str(store_dir), "--embedder", "hashing:64"])
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout.startswith("reindexed 3 entries with hashing:64 in ")
+    after = run(["verify", "--path", str(store_dir), "--json"])
+    assert json.loads(after.stdout)["ok"] is True
+    one_error_line(run(["search", "cat", "--path", str(store_dir), "--embedder", "hashing"]))
+
+
+def test_unknown_embedder_is_a_usage_error(store_dir: Path) -> None:
+    r = run(["save", "user/a", "x", "--path", str(store_dir), "--embedder", "nope"])
+    assert r.exit_code == 2
+    assert "no embedder is registered as 'nope'" in r.stderr
+    assert not store_dir.exists()
+
+
+# --- import ---------------------------------------------------------------------------------
+
+
+def write_lines(path: Path, rows: Sequence[object]) -> Path:
+    path.write_text(
+        "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows),
+        encoding="utf-8",
+    )
+    return path
+
+
+def test_import_then_import_again(tmp_path: Path, store_dir: Path) -> None:
+    rows = [{"scope": "notes", "name": f"n{i}", "content": f"note number {i}"} for i in range(600)]
+    rows[5]["meta"] = {"source": "file"}
+    src = write_lines(tmp_path / "in.jsonl", [*rows[:300], "", *rows[300:]])
+    r = cli(store_dir, "import", str(src), "--batch", "256")
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout.startswith("imported 600 entries (notes 600) in ")
+    assert journal_seqs(store_dir) == list(range(1, 601))
+    assert json.loads(cli(store_dir, "get", "notes/n5", "--json").stdout)["meta"] == {
+        "source": "file"
+    }
+    again = json.loads(cli(store_dir, "import", str(src), "--json").stdout)
+    assert (again["imported"], again["unchanged"]) == (0, 600)
+    assert len(journal_seqs(store_dir)) == 600
+    assert cli(store_dir, "verify").stdout.strip() == "index ok: 600 vectors for 600 live entries"
+
+
+def test_import_reads_what_list_json_prints(tmp_path: Path, store_dir: Path) -> None:
+    fill(store_dir)
+    cli(store_dir, "save", "user/cats", "The cat sleeps.", "--meta", "source=test")
+    exported = cli(store_dir, "list", "--json").stdout
+    src = write_lines(tmp_path / "out.jsonl", exported.splitlines())
+    copy = tmp_path / "copy"
+    assert cli(copy, "import", str(src)).exit_code == 0
+
+    def fields(text: str) -> list[tuple[str, str, str, object]]:
+        rows = [json.loads(line) for line in text.splitlines()]
+        return [(r["scope"], r["name"], r["content"], r.get("meta")) for r in rows]
+
+    assert fields(cli(copy, "list", "--json").stdout) == fields(exported)
+    assert len(fields(exported)) == 3
+
+
+def test_import_from_stdin_with_default_scope(store_dir: Path) -> None:
+    lines = '{"name": "a", "content": "one"}\n{"scope": "other", "name": "b", "content": "two"}\n'
+    r = cli(store_dir, "import", "-", "--scope", "mine", input=lines)
+    assert r.exit_code == 0, r.stderr
+    assert [x.split()[0] for x in cli(store_dir, "list").stdout.splitlines()] == [
+        "mine/a",
+        "other/b",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("bad", "words"),
+    [
+        ("not json", ["line 3", "not JSON"]),
+        ('["a", "list"]', ["line 3", "object"]),
+        ('{"scope": "s", "name": "Bad", "content": "x"}', ["line 3", "kebab-case"]),
+        ('{"scope": "s", "name": "c", "content": ""}', ["line 3", "no content"]),
+        ('{"scope": "s", "name": "c", "content": 5}', ["line 3", "content"]),
+        ('{"scope": "s", "name": "c", "contents": "x"}', ["line 3", "'contents'"]),
+        ('{"name": "c", "content": "x"}', ["line 3", "--scope"]),
+        ('{"scope": "s", "name": "a", "content": "again"}', ["line 3", "s/a", "line 1"]),
+        (json.dumps({"scope": "s", "name": "c", "content": "x" * 5000}), ["line 3", "4096"]),
+        ('{"scope": "s", "name": "c", "content": "x", "meta": {"k": 1}}', ["line 3", "meta"]),
+    ],
+)
+def test_import_a_bad_line_imports_nothing(
+    tmp_path: Path, store_dir: Path, bad: str, words: list[str]
+) -> None:
+    cli(store_dir, "save", "s/existing", "kept")
+    good = [
+        {"scope": "s", "name": "a", "content": "one"},
+        {"scope": "s", "name": "b", "content": "two"},
+    ]
+    src = write_lines(
+        tmp_path / "in.jsonl", [*good, bad, {"scope": "s", "name": "d", "content": "x"}]
+    )
+    line = one_error_line(cli(store_dir, "import", str(src)), *words)
+    assert str(src) in line and line.endswith("nothing was imported")
+    assert journal_seqs(store_dir) == [1]
+
+
+def test_import_counts_further_bad_lines(tmp_path: Path, store_dir: Path) -> None:
+    src = write_lines(tmp_path / "in.jsonl", ["{", "{", "{"])
+    one_error_line(cli(store_dir, "import", str(src)), "line 1", "(2 more bad lines)")
+    assert not store_dir.exists()
+
+
+def test_import_into_a_store_another_process_holds(tmp_path: Path, store_dir: Path) -> None:
+    fill(store_dir)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(
+                f"""
+                import sys, time
+                from agentmemory import ChromaStore
+                from embedders import HashingEmbedder
+                with ChromaStore.open({str(store_dir)!r}, embedder=HashingEmbedder()):
+                    print("held", flush=True)
+                    sys.stdin.read()
+                """
+            ),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        src = write_lines(tmp_path / "in.jsonl", [{"scope": "s", "name": "a", "content": "x"}])
+        one_error_line(cli(store_dir, "import", str(src)), "locked", f"pid {holder.pid}")
+        assert journal_seqs(store_dir) == [1, 2, 3]
+        # reads need only the journal, so they work beside the process that holds the index
+        assert cli(store_dir, "list").exit_code == 0
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait(timeout=60)
+
+
+# --- the console script as a subprocess -----------------------------------------------------
+
+
+def script(
+    *args: str, env: dict[str, str], input: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(SCRIPT), *args],
+        env={**os.environ, **env},
+        input=input,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_console_script_default_store_folder(tmp_path: Path) -> None:
+    """Without --path or AGENTMEMORY_PATH the store is the user data folder's agentmemory/store
+    (platformdirs honours XDG_DATA_HOME on Linux)."""
+    assert SCRIPT.is_file(), f"no console script at {SCRIPT}; pip install -e . first"
+    if sys.platform != "linux":
+        pytest.skip("XDG_DATA_HOME places the user data folder on Linux only")
+    env = {k: v for k, v in os.environ.items() if k != "AGENTMEMORY_PATH"}
+    env["XDG_DATA_HOME"] = str(tmp_path / "data")
+    saved = subprocess.run(
+        [str(SCRIPT), "save", "user/a", "hello there", "--embedder", "hashing"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert saved.returncode == 0, saved.stderr
+    assert (tmp_path / "data" / "agentmemory" / "store" / "journal.sqlite3").is_file()
+    missing = subprocess.run(
+        [str(SCRIPT), "get", "user/zzz"], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert missing.returncode == 1
+    assert missing.stderr.strip() == "agentmemory: no such entry: user/zzz"
+
+
+@pytest.mark.slow
+def test_console_script_with_the_default_embedder(tmp_path: Path) -> None:
+    """The real default: the packaged all-MiniLM-L6-v2 through onnxruntime finds by meaning."""
+    env = {"AGENTMEMORY_PATH": str(tmp_path / "store")}
+    rows = [
+        {"scope": "user", "name": "pet", "content": "My dog Rex is a golden retriever."},
+        {"scope": "user", "name": "food", "content": "I am allergic to peanuts."},
+        {"scope": "user", "name": "work", "content": "I write compilers in Rust at my job."},
+    ]
+    done = script(
+        "import", "-", "--json", env=env, input="".join(json.dumps(r) + "\n" for r in rows)
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["imported"] == 3
+    found = script(
+        "search", "which", "puppy", "do", "I", "own", "--mode", "vector", "--json", env=env
+    )
+    assert found.returncode == 0, found.stderr
+    hits = json.loads(found.stdout)["hits"]
+    assert hits[0]["name"] == "pet"
+    assert hits[0]["legs"]["vector"]["score"] > hits[1]["legs"]["vector"]["score"]
+    verified = script("verify", "--json", env=env)
+    assert json.loads(verified.stdout)["ok"] is True
+    with SqliteStore(tmp_path / "store" / "journal.sqlite3") as journal:
+        assert len(list(journal.journal())) == 3
+
+
+# --- eval and demo --------------------------------------------------------------------------
+
+
+def test_eval_locomo_slice(tmp_path: Path) -> None:
+    data = locomo_file()
+    out = tmp_path / "result.json"
+    env = {"AGENTMEMORY_CACHE_DIR": str(tmp_path / "cache")}
+    r = run(
+        [
+            "eval",
+            "locomo",
+            "--data",
+            str(data),
+            "--limit",
+            "1",
+            "--embedder",
+            "hashing",
+            "--json-out",
+            str(out),
+            "--no-progress",
+        ],
+        env=env,
+    )
+    assert r.exit_code == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("locomo: ")
+    assert [line.split()[0] for line in lines[4:7]] == ["bm25", "vector", "hybrid"]
+    assert "by category:" in r.stdout and "time: load" in r.stdout
+    saved = json.loads(out.read_text())
+    assert set(saved["summary"]) == {"bm25", "vector", "hybrid"}
+    assert len({q["scope"] for q in saved["queries"]}) == 1
+
+
+def test_eval_without_data_says_where_to_get_it(tmp_path: Path) -> None:
+    r = run(["eval", "scifact", "--data", str(tmp_path / "nowhere")])
+    one_error_line(r, "scifact", "--download", "https://")
+
+
+def test_demo_walks_through_memory_search(tmp_path: Path) -> None:
+    data = locomo_file()
+    keep = tmp_path / "demo-store"
+    r = run(
+        [
+            "demo",
+            "--data",
+            str(data),
+            "--questions",
+            "3",
+            "--embedder",
+            "hashing",
+            "--keep",
+            str(keep),
+        ]
+    )
+    assert r.exit_code == 0, r.stderr
+    out = r.stdout
+    assert out.count("memory_search {") == 3
+    blocks = out.split("\n[")[1:]
+    recalls = []
+    for block in blocks:
+        # what the tool returned, as the model reads it, and the evidence line after it
+        shown = [
+            line.split("│ ", 1)[1].split(" (")[0].split("/")[1]
+            for line in block.splitlines()
+            if line.startswith("  │ conv-") and line.endswith(" bytes)")
+        ]
+        evidence = next(x for x in block.splitlines() if x.startswith("  evidence: "))
+        names = [
+            part.split()[0] for part in evidence[len("  evidence: ") :].split("  ->")[0].split(", ")
+        ]
+        got = sum(1 for n in names if n in shown[:5])
+        assert f"Recall@5 = {got}/{len(names)} " in evidence
+        recalls.append(got / len(names))
+    overall = next(x for x in out.splitlines() if x.startswith("  memory_search (hybrid"))
+    assert float(overall.split()[-1]) == pytest.approx(sum(recalls) / len(recalls), abs=1e-3)
+    assert (keep / "journal.sqlite3").is_file()
+    listed = run(["list", "--path", str(keep)]).stdout.splitlines()
+    assert len(listed) == 369 and listed[0].startswith("conv-30/d1-1 ")
+
+
+def test_demo_errors(tmp_path: Path) -> None:
+    one_error_line(run(["demo", "--data", str(tmp_path / "nowhere")]), "locomo", "--download")
+    data = locomo_file()
+    line = one_error_line(
+        run(["demo", "--data", str(data), "--conversation", "conv-999", "--embedder", "hashing"]),
+        "conv-999",
+    )
+    assert "conv-30" in line
