@@ -27,8 +27,12 @@ lint: $(STAMP)
 test: lint
 	$(BIN)/python -m pytest -q
 
+# DEMO_ARGS: e.g. --download (fetch the public LoCoMo file when ../shared/data is absent),
+# --conversation conv-41, --questions 12, --keep DIR
+DEMO_ARGS ?=
+
 demo: $(STAMP)
-	$(BIN)/agentmemory demo
+	$(BIN)/agentmemory demo $(DEMO_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
