@@ -699,7 +699,11 @@ def evaluate_beir(
     started = time.perf_counter()
     ks_sorted, depth = _check_ks(ks, depth)
     fns = _methods(methods)
-    path = find_data(dataset, data) if dataset in DATASETS or data is None else Path(data)
+    if dataset in DATASETS or data is None:
+        path = find_data(dataset, data)
+    else:  # another BEIR set: its folder, or a folder holding it under its name
+        given = Path(data).expanduser()
+        path = given if (given / "corpus.jsonl").is_file() else given / dataset
     ds = load_beir(path, split=split)
     load_s = time.perf_counter() - started
     model = _resolve_embedder(embedder, max_seq_length)
