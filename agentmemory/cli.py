@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 import time
 import warnings
@@ -107,6 +108,10 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except AgentMemoryError as exc:
             raise CliError(str(exc)) from None
+        except BrokenPipeError:  # `agentmemory journal | head`: the reader has had enough
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            sys.exit(1)
         except OSError as exc:
             raise CliError(_os_error(exc)) from None
 
@@ -361,7 +366,7 @@ def _change_line(change: Change) -> str:
 # --- save, get, list, forget ----------------------------------------------------------------
 
 
-@main.command("save")
+@main.command("save", short_help="Create or replace an entry.")
 @click.argument("key")
 @click.argument("content", required=False)
 @click.option(
@@ -437,7 +442,7 @@ def save_command(
     )
 
 
-@main.command("get")
+@main.command("get", short_help="Print one entry.")
 @click.argument("key")
 @_path_option
 @_json_option
@@ -458,7 +463,7 @@ def get_command(key: str, path: Path | None, as_json: bool) -> None:
     click.echo(entry.content.rstrip("\n"))
 
 
-@main.command("list")
+@main.command("list", short_help="List the entries of some or all scopes.")
 @click.argument("scopes", nargs=-1)
 @click.option("--full", is_flag=True, help="Show each entry's whole content, not one line.")
 @_path_option
@@ -492,7 +497,7 @@ def list_command(scopes: tuple[str, ...], full: bool, path: Path | None, as_json
             click.echo(f"{e.key:<{width}}  {e.size:>5} B  {_when(e)}  {_one_line(text, 80)}")
 
 
-@main.command("forget")
+@main.command("forget", short_help="Forget an entry (journals a tombstone).")
 @click.argument("key")
 @_session_option
 @_path_option
@@ -519,7 +524,7 @@ def forget_command(
 # --- search and render ----------------------------------------------------------------------
 
 
-@main.command("search")
+@main.command("search", short_help="Rank entries for a query (hybrid BM25 + vector).")
 @click.argument("query", nargs=-1, required=True)
 @click.option(
     "--scope", "scopes", multiple=True, help="A scope to search; repeat for several (default: all)."
@@ -605,7 +610,7 @@ def search_command(
         click.echo("    " + body.replace("\n", "\n    "))
 
 
-@main.command("render")
+@main.command("render", short_help="Print the memory block the model reads.")
 @click.argument("scopes", nargs=-1, required=True)
 @click.option(
     "--max-total-bytes",
@@ -638,7 +643,7 @@ def render_command(
 # --- the journal ----------------------------------------------------------------------------
 
 
-@main.command("journal")
+@main.command("journal", short_help="Print the journal of writes.")
 @click.option(
     "--after", type=click.IntRange(min=0), default=0, help="Only records with seq above this."
 )
@@ -665,7 +670,7 @@ def journal_command(after: int, limit: int | None, path: Path | None, as_json: b
         click.echo(f"no journal records after seq {after}")
 
 
-@main.command("lost-updates")
+@main.command("lost-updates", short_help="List writes that overwrote a change unseen.")
 @click.option(
     "--after", type=click.IntRange(min=0), default=0, help="Only records with seq above this."
 )
@@ -709,7 +714,7 @@ def lost_updates_command(after: int, path: Path | None, as_json: bool) -> None:
 # --- the index ------------------------------------------------------------------------------
 
 
-@main.command("verify")
+@main.command("verify", short_help="Check the vector index against the journal.")
 @click.option(
     "--repair", is_flag=True, help="Embed what is missing or stale and drop what is extra."
 )
@@ -747,7 +752,7 @@ def verify_command(
         sys.exit(1)
 
 
-@main.command("reindex")
+@main.command("reindex", short_help="Rebuild the vector index (or switch embedders).")
 @_path_option
 @_embedder_option
 @_json_option
@@ -873,7 +878,7 @@ def _unchanged(store: ChromaStore, entry: Entry) -> bool:
     return stored.content == entry.content and (stored.meta or None) == (entry.meta or None)
 
 
-@main.command("import")
+@main.command("import", short_help="Import entries from JSON Lines, all or nothing.")
 @click.argument("source", metavar="FILE")
 @click.option(
     "--scope",
@@ -984,7 +989,7 @@ def import_command(
 # --- MCP ------------------------------------------------------------------------------------
 
 
-@main.command("mcp")
+@main.command("mcp", short_help="Serve the memory tools over MCP on stdio.")
 @_path_option
 @click.option(
     "--scope",
@@ -1054,7 +1059,7 @@ def _eval_data(dataset: str, data: Path | None, download: bool) -> Path:
     return fetch_dataset(dataset)
 
 
-@main.command("eval")
+@main.command("eval", short_help="Evaluate recall on LoCoMo or SciFact.")
 @click.argument("dataset", type=click.Choice(["locomo", "scifact"]))
 @click.option(
     "--data",
@@ -1136,7 +1141,7 @@ def eval_command(
     click.echo(f"results written to {written}", err=as_json)
 
 
-@main.command("demo")
+@main.command("demo", short_help="Import a LoCoMo conversation and search it as an agent.")
 @click.option(
     "--data",
     type=click.Path(path_type=Path),

@@ -123,8 +123,15 @@ for method in result.methods:
     ax.plot(KS, result.recall_curve(method, KS), marker="o", markersize=3, label=method)
 if DATASET == "locomo":
     ref = REFERENCE["locomo"]
-    ax.scatter([5, 10], [ref["recall@5"], ref["recall@10"]], marker="*", s=120, color="black",
-               label="DRAGON (LoCoMo paper)", zorder=3)
+    ax.scatter(
+        [5, 10],
+        [ref["recall@5"], ref["recall@10"]],
+        marker="*",
+        s=120,
+        color="black",
+        label="DRAGON (LoCoMo paper)",
+        zorder=3,
+    )
 ax.set_xlabel("k (hits read)")
 ax.set_ylabel("Recall@k")
 ax.set_title(f"{result.dataset}: {len(result.queries)} queries")
@@ -135,7 +142,7 @@ ax.legend()
 show(fig)
 
 for method in result.methods:
-    curve = dict(zip(KS, result.recall_curve(method, KS)))
+    curve = dict(zip(KS, result.recall_curve(method, KS), strict=True))
     print(f"{method:>7}: " + "  ".join(f"R@{k}={curve[k]:.3f}" for k in (1, 5, 10, 20)))
 """
 
@@ -230,8 +237,10 @@ def show_query(q, diff, n=3):
 
 wins = [item for item in diffs if item[1] > 0][:3]
 losses = [item for item in reversed(diffs) if item[1] < 0][:3]
-print(f"hybrid better than {best_leg} on {sum(d > 0 for _, d in diffs)} queries, worse on "
-      f"{sum(d < 0 for _, d in diffs)}, equal on {len(result.queries) - len(diffs)}\\n")
+print(
+    f"hybrid better than {best_leg} on {sum(d > 0 for _, d in diffs)} queries, worse on "
+    f"{sum(d < 0 for _, d in diffs)}, equal on {len(result.queries) - len(diffs)}\\n"
+)
 print("== hybrid wins ==")
 for q, d in wins:
     show_query(q, d)
@@ -255,21 +264,21 @@ END_MD = """\
 
 def build() -> nbformat.NotebookNode:
     """The notebook, without outputs."""
-    params = new_code_cell(PARAMETERS)
+    params = new_code_cell(PARAMETERS.rstrip("\n"))
     params.metadata["tags"] = ["parameters"]
     cells = [
         new_markdown_cell(INTRO),
         params,
         new_markdown_cell(REFERENCES_MD),
-        new_code_cell(RUN),
+        new_code_cell(RUN.rstrip("\n")),
         new_markdown_cell(CURVE_MD),
-        new_code_cell(CURVE),
+        new_code_cell(CURVE.rstrip("\n")),
         new_markdown_cell(VERSUS_MD),
-        new_code_cell(VERSUS),
+        new_code_cell(VERSUS.rstrip("\n")),
         new_markdown_cell(CATEGORY_MD),
-        new_code_cell(CATEGORY),
+        new_code_cell(CATEGORY.rstrip("\n")),
         new_markdown_cell(EXAMPLES_MD),
-        new_code_cell(EXAMPLES),
+        new_code_cell(EXAMPLES.rstrip("\n")),
         new_markdown_cell(END_MD),
     ]
     for i, cell in enumerate(cells):
