@@ -168,8 +168,8 @@ class BM25Index(Generic[DocT]):
     ) -> dict[tuple[str, str], float]:
         """The BM25 score of every document of ``scopes`` holding at least one of ``terms``
         (repeats counted), keyed ``(scope, name)``. Documents without a query term are absent."""
-        present = [self._scopes[s] for s in dict.fromkeys(scopes) if s in self._scopes]
         named = [s for s in dict.fromkeys(scopes) if s in self._scopes]
+        present = [self._scopes[s] for s in named]
         n_docs = sum(len(sc.lengths) for sc in present)
         if n_docs == 0 or not terms:
             return {}
