@@ -32,11 +32,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
-
-# This folder holds embedders.py (a benchmark), which would shadow the embedders package.
-_here = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _here]
 
 # Threads must be fixed before numpy loads its BLAS.
 _pre = argparse.ArgumentParser(add_help=False)

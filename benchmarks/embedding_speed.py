@@ -2,7 +2,7 @@
 
 Run from the repository root:
 
-    .venv/bin/python benchmarks/embedders.py [--threads 1] [--runs 3] [--queries 60] [--batches 15]
+    .venv/bin/python benchmarks/embedding_speed.py [--threads 1] [--runs 3] [--queries 60] [--batches 15]
 
 For each path (sentence-transformers, ONNX, hashing) it measures:
 
