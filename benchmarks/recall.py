@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 
 # Threads must be fixed before numpy loads its BLAS.
 _pre = argparse.ArgumentParser(add_help=False)
