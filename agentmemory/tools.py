@@ -24,9 +24,7 @@ import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-import jsonschema
+from typing import TYPE_CHECKING, Any
 
 from .entries import Change, Entry, check_scope, content_hash, go_quote, utf8_len, valid_name
 from .errors import (
@@ -39,6 +37,9 @@ from .errors import (
 )
 from .manifest import Manifest
 from .store import Store
+
+if TYPE_CHECKING:  # jsonschema is imported when the first Tool is built, not by import agentmemory
+    import jsonschema
 
 __all__ = [
     "DEFAULT_SEARCH_BYTES",
@@ -132,7 +133,9 @@ class Tool:
         self._schema: dict[str, Any] = copy.deepcopy(dict(input_schema))
         self._annotations: dict[str, Any] = dict(annotations)
         self._run = run
-        self._validator = jsonschema.Draft202012Validator(self._schema)
+        from jsonschema import Draft202012Validator
+
+        self._validator = Draft202012Validator(self._schema)
         required = set(self._schema.get("required", ()))
         self._optional = frozenset(set(self._schema.get("properties", {})) - required)
         self._read_only = tuple(read_only_scopes)

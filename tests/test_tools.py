@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -778,3 +780,15 @@ def test_search_finds_by_meaning_with_the_packaged_model(tmp_path: Path) -> None
             '1 match in user for "do you remember what I said about dark mode?".'
         )
         assert "\nuser/ui (33 bytes)\nUser prefers dark mode in editors\n" in text
+
+
+def test_import_agentmemory_leaves_jsonschema_until_a_tool_is_built() -> None:
+    code = (
+        "import sys, agentmemory; before = 'jsonschema' in sys.modules; "
+        "agentmemory.tools(agentmemory.MemStore(), ['user']); "
+        "print(before, 'jsonschema' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert out == ["False", "True"]
