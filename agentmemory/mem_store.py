@@ -10,9 +10,9 @@ from typing import Self
 
 from recallers import DEFAULT_TOKENIZER, BM25Index, BM25Recaller, Hit, Tokenizer
 
-from .entries import DEFAULT_MAX_ENTRY_BYTES, Change, Entry, check_scope, matches
+from .entries import DEFAULT_MAX_ENTRY_BYTES, Change, Entry, check_scope
 from .errors import NotFoundError
-from .store import plan_forget, plan_put, recall_entries
+from .store import plan_forget, plan_put, recall_entries, search_entries
 
 __all__ = ["MemStore"]
 
@@ -125,16 +125,7 @@ class MemStore:
 
         Raises :class:`~agentmemory.InvalidEntryError` for a scope that is not kebab-case.
         """
-        for s in scopes:
-            check_scope(s)
-        out: builtins.list[Entry] = []
-        for s in scopes:
-            for e in self.list(s):
-                if matches(e, query):
-                    out.append(e)
-                    if 0 < limit <= len(out):
-                        return out
-        return out
+        return search_entries(self, scopes, query, limit)
 
     # -- recall (recallers.BM25Index: in memory, updated by every put and forget) ------------
 

@@ -63,13 +63,12 @@ from .entries import (
     check_entry,
     check_scope,
     format_time,
-    matches,
     parse_time,
 )
 from .errors import AgentMemoryError, NotFoundError, StoreFormatError, StoreLockedError
 from .journal import decode_change, encode_change
 from .mem_store import utc_now
-from .store import plan_forget, plan_put, recall_entries
+from .store import plan_forget, plan_put, recall_entries, search_entries
 
 __all__ = ["DEFAULT_BUSY_TIMEOUT_S", "MIGRATIONS", "Migration", "SqliteStore"]
 
@@ -583,16 +582,7 @@ class SqliteStore:
 
         Raises :class:`~agentmemory.InvalidEntryError` for a scope that is not kebab-case.
         """
-        for s in scopes:
-            check_scope(s)
-        out: builtins.list[Entry] = []
-        for s in scopes:
-            for e in self.list(s):
-                if matches(e, query):
-                    out.append(e)
-                    if 0 < limit <= len(out):
-                        return out
-        return out
+        return search_entries(self, scopes, query, limit)
 
     def journal(self, after: int = 0) -> Iterator[Change]:
         """Yield every record with ``seq > after`` in ``seq`` order.

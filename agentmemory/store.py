@@ -14,11 +14,18 @@ from typing import Protocol, Self, runtime_checkable
 
 from recallers import DEFAULT_FUSION, Fusion, Hit, HybridRecaller, Recaller
 
-from .entries import Change, Entry, check_entry, check_scope, content_hash
+from .entries import Change, Entry, check_entry, check_scope, content_hash, matches
 from .errors import ConflictError, EmptyQueryError, RecallModeError
 from .session import current_session
 
-__all__ = ["RECALL_MODES", "Store", "plan_forget", "plan_put", "recall_entries"]
+__all__ = [
+    "RECALL_MODES",
+    "Store",
+    "plan_forget",
+    "plan_put",
+    "recall_entries",
+    "search_entries",
+]
 
 RECALL_MODES = ("auto", "hybrid", "bm25", "vector")
 """The modes of ``Store.recall``."""
@@ -150,6 +157,33 @@ def plan_forget(stored: Entry, *, seq: int, now: datetime, session: str | None =
         session=current_session(session),
         at=now,
     )
+
+
+class _Lists(Protocol):
+    def list(self, scope: str) -> builtins.list[Entry]: ...
+
+
+def search_entries(
+    store: _Lists, scopes: Sequence[str], query: str, limit: int = 0
+) -> builtins.list[Entry]:
+    """The ``search`` every store shares: the live entries of ``scopes`` that
+    :func:`agentmemory.matches` ``query`` (every word a case-insensitive substring of name, meta
+    values or content; reference/go-contract.md 1.9), scopes in the order given and entries by
+    name (``store.list`` order), at most ``limit`` when ``limit > 0``.
+
+    Raises :class:`~agentmemory.InvalidEntryError` for a scope that is not kebab-case (every
+    scope is checked before any is read).
+    """
+    for s in scopes:
+        check_scope(s)
+    out: builtins.list[Entry] = []
+    for s in scopes:
+        for e in store.list(s):
+            if matches(e, query):
+                out.append(e)
+                if 0 < limit <= len(out):
+                    return out
+    return out
 
 
 def recall_entries(

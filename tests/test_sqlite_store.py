@@ -26,6 +26,7 @@ from agentmemory import (
     Entry,
     EntryTooLargeError,
     InvalidEntryError,
+    MemStore,
     NotFoundError,
     SqliteStore,
     StoreFormatError,
@@ -571,3 +572,12 @@ def test_close_is_idempotent_and_a_closed_store_says_so(tmp_path: Path) -> None:
 def test_bad_options_are_refused(tmp_path: Path, kwargs: dict[str, float], words: str) -> None:
     with pytest.raises(ValueError, match=words):
         SqliteStore(tmp_path / "opts.sqlite3", **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("kind", ["mem", "sqlite"])
+def test_search_refuses_a_bad_scope_before_reading_any(kind: str, tmp_path: Path) -> None:
+    with MemStore() if kind == "mem" else SqliteStore(tmp_path / "s.sqlite3") as st:
+        st.put(Entry("user", "editor", "Uses Neovim."))
+        with pytest.raises(InvalidEntryError, match='scope "User_1" is not kebab-case'):
+            st.search(["user", "User_1"], "neovim")
+        assert [e.key for e in st.search(["user"], "NEOVIM", 1)] == ["user/editor"]
