@@ -157,7 +157,7 @@ def test_writer_killed_mid_stream_loses_no_acknowledged_write(tmp_path: Path) ->
 
 def test_second_writer_fails_with_the_file_named_when_the_lock_is_held(tmp_path: Path) -> None:
     path = tmp_path / "held.sqlite3"
-    st = SqliteStore(path, busy_timeout_s=0.5)
+    st = SqliteStore(path, busy_timeout_s=0.1)  # four writes below each wait it out
     st.put(Entry("user", "before", "written before the lock"))
     holder = _raw(path)
     holder.execute("BEGIN IMMEDIATE")
