@@ -187,7 +187,8 @@ class SqliteStore:
             every live entry, in one transaction); give every handle on a file the same one.
 
     Raises:
-        ValueError: ``max_entry_bytes`` under 1 or ``busy_timeout_s`` negative.
+        ValueError: ``max_entry_bytes`` under 1, ``busy_timeout_s`` negative, or ``path`` is
+            ``""`` or ``":memory:"`` (the store's two connections need one file).
         StoreLockedError: another process held the file for longer than ``busy_timeout_s`` while
             the schema had to be created or migrated.
         StoreFormatError: the file is not an sqlite database, holds a table of ours with other
@@ -210,6 +211,12 @@ class SqliteStore:
             raise ValueError(f"max_entry_bytes is {max_entry_bytes}; it must be at least 1")
         if busy_timeout_s < 0:
             raise ValueError(f"busy_timeout_s is {busy_timeout_s}; it must be 0 or more seconds")
+        if str(path) in ("", ":memory:"):
+            # Each of the store's two connections would open a database of its own.
+            raise ValueError(
+                f"SqliteStore path is {str(path)!r}; give a file path (a temporary folder will "
+                "do), or use MemStore for a store that lives in memory"
+            )
         self._path = Path(path)
         self._limit = max_entry_bytes
         self._timeout_s = float(busy_timeout_s)

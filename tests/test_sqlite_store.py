@@ -574,6 +574,12 @@ def test_bad_options_are_refused(tmp_path: Path, kwargs: dict[str, float], words
         SqliteStore(tmp_path / "opts.sqlite3", **kwargs)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("path", [":memory:", ""])
+def test_a_path_that_is_not_a_file_is_refused_with_what_to_use(path: str) -> None:
+    with pytest.raises(ValueError, match=r"give a file path .* or use MemStore"):
+        SqliteStore(path)
+
+
 @pytest.mark.parametrize("kind", ["mem", "sqlite"])
 def test_search_refuses_a_bad_scope_before_reading_any(kind: str, tmp_path: Path) -> None:
     with MemStore() if kind == "mem" else SqliteStore(tmp_path / "s.sqlite3") as st:
