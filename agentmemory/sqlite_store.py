@@ -191,8 +191,9 @@ class SqliteStore:
             ``""`` or ``":memory:"`` (the store's two connections need one file).
         StoreLockedError: another process held the file for longer than ``busy_timeout_s`` while
             the schema had to be created or migrated.
-        StoreFormatError: the file is not an sqlite database, holds a table of ours with other
-            columns, or was migrated by a newer version of agentmemory.
+        StoreFormatError: the path cannot be opened as a file (a folder, no permission), the file
+            is not an sqlite database, holds a table of ours with other columns, or was migrated
+            by a newer version of agentmemory.
     """
 
     _migrations: ClassVar[Sequence[Migration]] = MIGRATIONS
@@ -228,7 +229,13 @@ class SqliteStore:
             read=self._read, load=self._stored, tokenizer=tokenizer
         )
         self._path.parent.mkdir(parents=True, exist_ok=True)
-        self._writer = self._connect()
+        try:
+            self._writer = self._connect()
+        except sqlite3.Error as err:  # a folder, a file we may not read, a missing drive
+            raise self._format_error(
+                f"sqlite cannot open it ({err}); give the path of a database file (new or "
+                "existing) in a folder you may write"
+            ) from err
         try:
             self._configure()
             self._migrate()
@@ -263,7 +270,11 @@ class SqliteStore:
             isolation_level=None,
             check_same_thread=False,
         )
-        conn.execute(f"PRAGMA busy_timeout = {int(self._timeout_s * 1000)}")
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(self._timeout_s * 1000)}")
+        except BaseException:
+            conn.close()
+            raise
         return conn
 
     def _locked(self, err: sqlite3.Error) -> StoreLockedError:

@@ -587,3 +587,9 @@ def test_search_refuses_a_bad_scope_before_reading_any(kind: str, tmp_path: Path
         with pytest.raises(InvalidEntryError, match='scope "User_1" is not kebab-case'):
             st.search(["user", "User_1"], "neovim")
         assert [e.key for e in st.search(["user"], "NEOVIM", 1)] == ["user/editor"]
+
+
+def test_a_folder_given_as_the_file_is_refused_naming_it(tmp_path: Path) -> None:
+    with pytest.raises(StoreFormatError, match="give the path of a database file") as err:
+        SqliteStore(tmp_path)
+    assert err.value.path == str(tmp_path) and str(tmp_path) in str(err.value)
