@@ -31,6 +31,7 @@ from .errors import (
     AgentMemoryError,
     ConflictError,
     EmptyQueryError,
+    IndexWriteError,
     InvalidEntryError,
     NotFoundError,
     ToolConfigError,
@@ -465,6 +466,24 @@ class _Kit:
         check_scope(name, what="name")  # kebab-case, the rule names and scopes share
         return str(name)
 
+    def _landed(
+        self, write: Callable[..., Change], *args: Any, **kwargs: Any
+    ) -> tuple[Change, str]:
+        """Run one store write, ``write(*args, **kwargs)``; return its record and what the result line must add.
+
+        A store with a vector index may raise :class:`~agentmemory.IndexWriteError` after the
+        write reached its journal: the write happened, so the call succeeded (with its record),
+        and the line says that search by meaning may miss it for a while."""
+        try:
+            return write(*args, **kwargs), ""
+        except IndexWriteError as exc:
+            log.warning("%s", exc)
+            note = (
+                "; the vector index was not updated yet, so memory_search may miss this change "
+                "until the store catches up; do not repeat the call"
+            )
+            return exc.changes[-1], note
+
     def _writer(
         self, name: str, body: Callable[[Mapping[str, Any]], ToolResult]
     ) -> Callable[[dict[str, Any]], ToolResult]:
@@ -551,8 +570,10 @@ class _Kit:
             based_on = stored.hash
         else:
             based_on = None
-        change = self.store.put(
-            Entry(scope=scope, name=name, content=content, meta=meta), based_on=based_on
+        change, note = self._landed(
+            self.store.put,
+            Entry(scope=scope, name=name, content=content, meta=meta),
+            based_on=based_on,
         )
         saved = "created" if stored is None else f"replaced {stored.size} bytes"
         line = (
@@ -561,7 +582,7 @@ class _Kit:
         )
         if manifest is not None:
             line += _based_words(shown, stored)
-        return ToolResult(line, record=change)
+        return ToolResult(line + note, record=change)
 
     # ---- memory_patch
 
@@ -626,13 +647,15 @@ class _Kit:
                 )
             content = cur.content.replace(old, new, 1)
             try:
-                change = self.store.put(cur.copy(content=content), if_hash=cur.hash)
+                change, note = self._landed(
+                    self.store.put, cur.copy(content=content), if_hash=cur.hash
+                )
             except ConflictError as exc:
                 conflict = exc
                 continue
             return ToolResult(
                 f"Patched {scope}/{name} ({utf8_len(content)} of {self.limit} bytes, "
-                f"{content_hash(content)})",
+                f"{content_hash(content)}){note}",
                 record=change,
             )
         raise _Refused(
@@ -669,9 +692,10 @@ class _Kit:
     def _forget(self, args: Mapping[str, Any]) -> ToolResult:
         scope = self._scope(args)
         name = self._name(args)
-        change = self.store.forget(scope, name)
+        change, note = self._landed(self.store.forget, scope, name)
         return ToolResult(
-            f"Forgot {scope}/{name} ({change.entry.size} bytes); the journal keeps its last content",
+            f"Forgot {scope}/{name} ({change.entry.size} bytes); the journal keeps its last "
+            f"content{note}",
             record=change,
         )
 
