@@ -23,6 +23,14 @@ stores with different prefixes can share one Chroma server.
 ``client``: a journal first indexed in its embedded folder and later opened over a server client
 starts the server's index from the beginning (the first open replays the whole journal).
 
+**Embedders.** A store opens with an embedder whose fingerprint is the recorded one, or gives
+the same vectors by :func:`embedders.same_vectors` (the same model weights, dimension and
+sequence limit through sentence-transformers or onnxruntime): a store indexed with one runtime
+is searched and written with the other. The recorded fingerprint stays that of the embedder
+that built the index (only :meth:`ChromaStore.reindex` records a new one), so it names what most
+vectors were made with; the two runtimes' vectors agree to cosine > 0.999, not bit for bit.
+Any other embedder is refused with :class:`~agentmemory.EmbedderMismatchError`.
+
 **The write path.** ``put``/``forget``/``put_many`` commit to the journal first, then bring the
 index in line with the journal's *live* state of the keys written (embed, upsert; delete on
 forget, before ``forget`` returns), then mark the records applied. An index cursor (kept in the
@@ -61,7 +69,7 @@ from typing import Any, Self
 import numpy as np
 import numpy.typing as npt
 
-from embedders import Embedder
+from embedders import Embedder, same_vectors
 from recallers import DEFAULT_FUSION, BM25Recaller, Fusion, Hit, VectorRecaller
 
 from .entries import (
@@ -442,7 +450,10 @@ class ChromaStore:
         Args:
             path: the store's folder (created when missing): ``journal.sqlite3`` and, when
                 ``client`` is ``None``, the embedded Chroma folder ``chroma/``.
-            embedder: makes the vectors; its ``fingerprint`` is recorded with the store.
+            embedder: makes the vectors; its ``fingerprint`` is recorded with a new store. An
+                existing store takes its recorded embedder or one that gives the same vectors
+                (:func:`embedders.same_vectors`: the same model through the other runtime), and
+                keeps its recorded fingerprint.
             max_entry_bytes: the content bound in UTF-8 bytes (default 4096).
             client: a Chroma client to hold the collections (``chromadb.HttpClient`` for a
                 server); ``None`` opens the embedded ``PersistentClient`` in ``path/chroma``,
@@ -467,8 +478,8 @@ class ChromaStore:
         Raises:
             TypeError: ``embedder`` is not an :class:`embedders.Embedder`.
             ValueError: a bad ``collection_prefix`` or ``max_entry_bytes``.
-            EmbedderMismatchError: the store was indexed with another embedder (names both);
-                open it with that embedder, or with ``reindex=True``.
+            EmbedderMismatchError: the store was indexed with an embedder that gives other
+                vectors (names both); open it with that embedder, or with ``reindex=True``.
             StoreLockedError: another process holds the embedded folder (names it), or the
                 journal stayed locked for ``busy_timeout_s``.
             StoreFormatError: ``journal.sqlite3`` is not a journal of ours.
@@ -495,19 +506,19 @@ class ChromaStore:
         with _registry_lock:
             index = _indexes.get(key)
             if index is not None:
-                if index.fingerprint != given:
+                if not same_vectors(index.fingerprint, given):
                     raise EmbedderMismatchError(str(self._dir), index.fingerprint, given)
                 index.refs += 1
                 self._index = index
                 fresh = False
             else:
                 stored = self._journal.get_state(self._state_keys["embedder"])
-                if stored is not None and stored != given and not reindex:
+                if stored is not None and not reindex and not same_vectors(stored, given):
                     raise EmbedderMismatchError(str(self._dir), stored, given)
                 cursor = int(self._journal.get_state(self._state_keys["cursor"]) or "0")
                 index = _Index(
                     client=self._client,
-                    fingerprint=given,
+                    fingerprint=given if stored is None or reindex else stored,
                     cursor=cursor,
                     persisted=cursor,
                     refs=1,

@@ -9,12 +9,14 @@ variable ``AGENTMEMORY_PATH``, else ``platformdirs.user_data_dir("agentmemory")/
   a running ``agentmemory mcp`` on the same store. They refuse a folder that holds no store.
 - Writes and vector search (``save``, ``forget``, ``import``, ``search``, ``verify``,
   ``reindex``, ``mcp``) open the ChromaStore, whose index is owned by one process at a time.
-- ``--embedder NAME`` picks the embedder by registry name. Left out, a new store is indexed with
-  ``onnx:all-MiniLM-L6-v2`` (the packaged all-MiniLM-L6-v2 run through onnxruntime: the same
-  vectors as sentence-transformers, a cold start of about 0.4 s instead of 5 to 13 s), and an
-  existing store is opened with the embedder its fingerprint names (so a store indexed with
-  sentence-transformers, or by ``agentmemory mcp`` before, opens as it is). Naming another
-  embedder than the store's is refused; ``agentmemory reindex --embedder NAME`` switches.
+- ``--embedder NAME`` picks the embedder by registry name. Left out, the packaged
+  all-MiniLM-L6-v2 runs through onnxruntime (``onnx:all-MiniLM-L6-v2``: the same vectors as
+  sentence-transformers, a cold start of about 0.4 s instead of 5 to 13 s). It indexes a new
+  store, and opens an existing one indexed with it or with ``sentence-transformers:`` on the same
+  weights (``embedders.same_vectors``). A store indexed with another model is opened with that
+  model (through onnxruntime when it gives the same vectors, else as its fingerprint names it).
+  A named embedder is taken when it gives the store's vectors, and refused otherwise;
+  ``agentmemory reindex --embedder NAME`` switches. ``agentmemory mcp`` chooses the same way.
 - Output is for people; ``--json`` prints JSON for programs (entries and journal records in the
   Go module's JSON forms, one per line where there are several).
 - Errors print one line, ``agentmemory: <what happened and what to do>``, on stderr and exit 1
@@ -62,8 +64,9 @@ PATH_ENV = "AGENTMEMORY_PATH"
 """Environment variable naming the store folder when ``--path`` is not given."""
 
 DEFAULT_CLI_EMBEDDER = "onnx:all-MiniLM-L6-v2"
-"""Registry name of the embedder a new store gets when ``--embedder`` is left out (the packaged
-all-MiniLM-L6-v2 through onnxruntime; same vectors as sentence-transformers, fast cold start)."""
+"""Registry name of the embedder used when ``--embedder`` is left out, for a new store and for
+one indexed with the packaged all-MiniLM-L6-v2 by either runtime (through onnxruntime: the same
+vectors as sentence-transformers by ``embedders.same_vectors``, a fast cold start)."""
 
 IMPORT_BATCH = 256
 """Entries per ``put_many`` call of ``agentmemory import``: one journal transaction, one embedding
@@ -162,8 +165,9 @@ def _embedder_option(f: F) -> F:
         default=None,
         metavar="NAME",
         help="The embedder by registry name (e.g. onnx:all-MiniLM-L6-v2, "
-        "sentence-transformers:all-MiniLM-L6-v2, hashing). Default: the one the store was "
-        f"indexed with; {DEFAULT_CLI_EMBEDDER} for a new store.",
+        f"sentence-transformers:all-MiniLM-L6-v2, hashing). Default: {DEFAULT_CLI_EMBEDDER} "
+        "for a new store and for one indexed with the same model by either runtime; else the "
+        "store's own.",
     )(f)
 
 
@@ -224,16 +228,26 @@ def _get_embedder(name: str) -> Embedder:
 
 
 def _embedder_of(fingerprint: str) -> Embedder | None:
-    """The embedder a stored fingerprint names, when the registry builds it with that very
-    fingerprint (same model, same weights); else ``None``."""
+    """An embedder that gives the vectors of a stored fingerprint (``embedders.same_vectors``):
+    the same model through onnxruntime when that works (fast cold start), else the embedder the
+    fingerprint names when the registry builds it with the same vectors; else ``None``."""
     import embedders
 
-    name = fingerprint.split(";", 1)[0]
     try:
-        candidate = embedders.get(name)
-        return candidate if candidate.fingerprint == fingerprint else None
-    except (embedders.UnknownEmbedderError, ValueError, OSError):
+        fields = embedders.fingerprint_fields(fingerprint)
+    except ValueError:
         return None
+    names = [fields["name"]]
+    if fields["family"] in embedders.INTERCHANGEABLE_RUNTIMES:
+        names.insert(0, f"onnx:{fields['model']}")
+    for name in names:
+        try:
+            candidate = embedders.get(name)
+            if embedders.same_vectors(fingerprint, candidate.fingerprint):
+                return candidate
+        except (embedders.UnknownEmbedderError, ValueError, OSError):
+            continue
+    return None
 
 
 def _open_index(
@@ -245,8 +259,10 @@ def _open_index(
     max_entry_bytes: int | None = None,
 ) -> ChromaStore:
     """Open the ChromaStore in the store folder with the embedder chosen as the module docstring
-    says. ``create=False`` refuses a folder without a store. IndexOutOfStepWarning is printed as
-    one ``agentmemory:`` line on stderr."""
+    says. ``create=False`` refuses a folder without a store. ``reindex`` rebuilds the index with
+    the named embedder, or without a name with the one chosen to open the store (so it never
+    switches models unasked). IndexOutOfStepWarning is printed as one ``agentmemory:`` line on
+    stderr (unless the index is about to be rebuilt)."""
     from .chroma_store import ChromaStore
     from .entries import DEFAULT_MAX_ENTRY_BYTES
     from .errors import EmbedderMismatchError, IndexOutOfStepWarning
@@ -262,15 +278,24 @@ def _open_index(
     embedder = _get_embedder(embedder_name or DEFAULT_CLI_EMBEDDER)
     bound = max_entry_bytes or DEFAULT_MAX_ENTRY_BYTES
 
+    switch = reindex and embedder_name is not None
+
     def attempt(model: Embedder) -> ChromaStore:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", IndexOutOfStepWarning)
-            store = ChromaStore.open(folder, embedder=model, reindex=reindex, max_entry_bytes=bound)
+            store = ChromaStore.open(folder, embedder=model, reindex=switch, max_entry_bytes=bound)
         for w in caught:
             if issubclass(w.category, IndexOutOfStepWarning):
-                click.echo(f"agentmemory: {CliError(str(w.message)).message}", err=True)
+                if not reindex:
+                    click.echo(f"agentmemory: {CliError(str(w.message)).message}", err=True)
             else:
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        if reindex and not switch:
+            try:
+                store.reindex()
+            except BaseException:
+                store.close()
+                raise
         return store
 
     try:

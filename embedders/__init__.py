@@ -6,6 +6,9 @@ vectors, faster cold start); ``"hashing"`` / ``"hashing:<dim>"`` is a determinis
 baseline for tests. Families take an argument: ``"sentence-transformers:<folder or hub id>"``,
 ``"onnx:<folder>"``.
 
+``same_vectors(a, b)`` says whether two embedder fingerprints give the same vectors: equal ones,
+or the same model weights run through sentence-transformers and through onnxruntime.
+
 Importing this package imports numpy only: torch, sentence-transformers, onnxruntime and chromadb
 are imported on first use. This package imports nothing else of ours.
 """
@@ -16,6 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from .chroma_adapter import CHROMA_FUNCTION_NAME, ChromaEmbedder, as_chroma_embedding_function
+from .fingerprint import (
+    INTERCHANGEABLE_RUNTIMES,
+    REQUIRED_MODEL_FIELDS,
+    fingerprint_fields,
+    same_vectors,
+)
 from .hashing import DEFAULT_HASHING_DIM, HashingEmbedder
 from .model_folder import PACKAGED_MODEL_NAME, packaged_model_path, weights_digest
 from .onnx_embedder import CACHE_DIR_ENV, OnnxEmbedder, default_cache_dir, export_onnx
@@ -59,8 +68,10 @@ __all__ = [
     "CHROMA_FUNCTION_NAME",
     "DEFAULT_EMBEDDER",
     "DEFAULT_HASHING_DIM",
+    "INTERCHANGEABLE_RUNTIMES",
     "ONNX_EMBEDDER",
     "PACKAGED_MODEL_NAME",
+    "REQUIRED_MODEL_FIELDS",
     "ChromaEmbedder",
     "Embedder",
     "EmbedderFactory",
@@ -71,10 +82,12 @@ __all__ = [
     "as_chroma_embedding_function",
     "default_cache_dir",
     "export_onnx",
+    "fingerprint_fields",
     "get",
     "l2_normalize",
     "names",
     "packaged_model_path",
     "register",
+    "same_vectors",
     "weights_digest",
 ]

@@ -21,7 +21,8 @@ class Embedder(Protocol):
         dim: number of columns of every matrix ``embed`` returns.
         fingerprint: ``name``, ``dim`` and the model's version or a digest of its weights, as one
             string. Two embedders with equal fingerprints give the same vectors for the same texts,
-            so a store records it and refuses to open with an embedder whose fingerprint differs.
+            so a store records it and refuses to open with an embedder whose fingerprint differs,
+            unless ``embedders.same_vectors`` holds (the same weights through another runtime).
 
     Implementations batch internally and are safe to call from several threads at once.
     """

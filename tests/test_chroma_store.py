@@ -214,3 +214,44 @@ def test_real_packaged_model_ranks_by_meaning(tmp_path: Path) -> None:
         assert st.recall("a kitten on the carpet", scopes=["user"], mode="bm25") == []
         fused = st.recall("a kitten on the carpet", scopes=["user"], limit=1)
         assert [h.entry.key for h in fused] == ["user/feline"]
+
+
+@pytest.mark.slow
+def test_the_same_model_through_onnx_opens_a_sentence_transformers_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store indexed with sentence-transformers opens with the packaged model through
+    onnxruntime (same weights, same vectors): search and writes work, the recorded fingerprint
+    stays, and a model-free embedder is still refused, naming both and reindex."""
+    from agentmemory import EmbedderMismatchError
+    from embedders import OnnxEmbedder, SentenceTransformerEmbedder
+
+    monkeypatch.setenv("AGENTMEMORY_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "store"
+    st_embedder = SentenceTransformerEmbedder()
+    with ChromaStore.open(path, embedder=st_embedder) as st:
+        st.put(Entry("user", "feline", "a feline rested on the rug"))
+        st.put(Entry("user", "revenue", "quarterly revenue grew 5%"))
+    onnx = OnnxEmbedder()
+    assert onnx.fingerprint != st_embedder.fingerprint
+    with ChromaStore.open(path, embedder=onnx) as st:
+        assert st.embedder is onnx
+        hits = st.search_vector(onnx.embed(["the cat sat on the mat"])[0], limit=2, scopes=["user"])
+        assert keys(hits) == ["user/feline", "user/revenue"]
+        assert hits[0][1] > hits[1][1] + 0.2
+        st.put(Entry("user", "pet", "my dog Rex is a golden retriever"))
+        fused = st.recall("which puppy do I own", scopes=["user"], limit=1)
+        assert [h.entry.key for h in fused] == ["user/pet"]
+        assert st.verify().ok
+    assert onnx.onnx_path.is_relative_to(tmp_path / "cache")
+    with SqliteStore(path / JOURNAL_FILE) as journal:
+        recorded = journal.get_state("chroma-index:embedded:agentmemory:embedder")
+    assert recorded == st_embedder.fingerprint
+    with pytest.raises(EmbedderMismatchError) as info:
+        ChromaStore.open(path, embedder=HashingEmbedder(256))
+    message = str(info.value)
+    assert st_embedder.fingerprint in message and "hashing:256" in message
+    assert "reindex" in message
+    with ChromaStore.open(path, embedder=st_embedder) as st:  # and back again
+        query = st_embedder.embed(["rug"])[0]
+        assert keys(st.search_vector(query, limit=1, scopes=["user"])) == ["user/feline"]

@@ -291,6 +291,16 @@ def test_embedder_default_is_the_stores_own_and_reindex_switches(store_dir: Path
     one_error_line(run(["search", "cat", "--path", str(store_dir), "--embedder", "hashing"]))
 
 
+def test_reindex_without_embedder_keeps_the_stores_own(store_dir: Path, tmp_path: Path) -> None:
+    fill(store_dir)  # indexed with hashing (256 dimensions)
+    env = {"AGENTMEMORY_CACHE_DIR": str(tmp_path / "cache")}
+    r = run(["reindex", "--path", str(store_dir)], env=env)
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout.startswith("reindexed 3 entries with hashing:256 in ")
+    with ChromaStore.open(store_dir, embedder=HashingEmbedder()) as store:  # not switched
+        assert store.verify().ok
+
+
 def test_unknown_embedder_is_a_usage_error(store_dir: Path) -> None:
     r = run(["save", "user/a", "x", "--path", str(store_dir), "--embedder", "nope"])
     assert r.exit_code == 2
@@ -488,6 +498,89 @@ def test_console_script_with_the_default_embedder(tmp_path: Path) -> None:
     assert json.loads(verified.stdout)["ok"] is True
     with SqliteStore(tmp_path / "store" / "journal.sqlite3") as journal:
         assert len(list(journal.journal())) == 3
+
+
+# Runs the CLI in this interpreter, then says on stderr whether torch was ever imported.
+CLI_THEN_TORCH = """
+import json, sys
+from agentmemory.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit as stop:
+    code = stop.code
+print(json.dumps({"exit": code, "torch": "torch" in sys.modules}), file=sys.stderr)
+"""
+
+
+def torch_status(stderr: str) -> object:
+    return json.loads(stderr.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+def test_a_sentence_transformers_store_opens_with_onnx_in_search_and_mcp(tmp_path: Path) -> None:
+    """A store indexed with sentence-transformers is served by the default, the same model
+    through onnxruntime, without importing torch (once the export is cached): ``search`` and
+    ``agentmemory mcp`` alike. Naming the ONNX embedder works too; a model-free one is refused."""
+    import anyio
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    from embedders import OnnxEmbedder, SentenceTransformerEmbedder
+
+    store_dir, cache = tmp_path / "store", tmp_path / "cache"
+    with ChromaStore.open(store_dir, embedder=SentenceTransformerEmbedder()) as store:
+        store.put_many(
+            [
+                Entry("user", "pet", "My dog Rex is a golden retriever."),
+                Entry("user", "food", "I am allergic to peanuts."),
+                Entry("user", "work", "I write compilers in Rust at my job."),
+            ]
+        )
+    OnnxEmbedder(cache_dir=cache).embed(["export once"])  # what a first run leaves in the cache
+    env = {**os.environ, "AGENTMEMORY_CACHE_DIR": str(cache)}
+
+    query = ["search", "which puppy do I own", "--mode", "vector", "--json"]
+    found = subprocess.run(
+        [sys.executable, "-c", CLI_THEN_TORCH, *query, "--path", str(store_dir)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
+    assert torch_status(found.stderr) == {"exit": 0, "torch": False}, found.stderr
+    assert json.loads(found.stdout)["hits"][0]["name"] == "pet"
+
+    errlog = tmp_path / "server.log"
+    texts: list[str] = []
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-c", CLI_THEN_TORCH, "mcp", "--path", str(store_dir), "--scope", "user"],
+        env=env,
+    )
+
+    async def session() -> None:
+        with errlog.open("w") as err:
+            async with Client(stdio_client(params, errlog=err)) as client:  # type: ignore[arg-type]
+                with anyio.fail_after(120):
+                    result = await client.call_tool(
+                        "memory_search", {"query": "which puppy do I own"}
+                    )
+                    texts.append(str(result.content[0].text))  # type: ignore[union-attr]
+
+    anyio.run(session)
+    assert texts[0].splitlines()[2].startswith("user/pet ("), texts[0]  # the best hit first
+    assert torch_status(errlog.read_text()) == {"exit": 0, "torch": False}, errlog.read_text()
+
+    named = run([*query, "--path", str(store_dir), "--embedder", "onnx:all-MiniLM-L6-v2"], env=env)
+    assert named.exit_code == 0, named.stderr
+    assert json.loads(named.stdout)["hits"][0]["name"] == "pet"
+    line = one_error_line(
+        run([*query, "--path", str(store_dir), "--embedder", "hashing"], env=env),
+        "sentence-transformers:all-MiniLM-L6-v2",
+        "hashing:256",
+    )
+    assert "agentmemory reindex --embedder hashing" in line
 
 
 # --- eval and demo --------------------------------------------------------------------------

@@ -227,6 +227,96 @@ def test_default_cache_dir_follows_the_environment(
     assert embedders.default_cache_dir().name == "agentmemory"
 
 
+# --- fingerprints: which embedders give the same vectors ------------------------------------
+
+W1 = "sha256:" + "1f" * 32
+W2 = "sha256:" + "2e" * 32
+ST = f"sentence-transformers:all-MiniLM-L6-v2;dim=384;weights={W1};max_seq_length=256"
+ONNX = f"onnx:all-MiniLM-L6-v2;dim=384;weights={W1};max_seq_length=256"
+HASHING = "hashing:256;dim=256;version=blake2b-words-v1"
+
+
+def test_fingerprint_fields_splits_name_and_fields() -> None:
+    assert embedders.fingerprint_fields(ONNX) == {
+        "name": "onnx:all-MiniLM-L6-v2",
+        "family": "onnx",
+        "model": "all-MiniLM-L6-v2",
+        "dim": "384",
+        "weights": W1,
+        "max_seq_length": "256",
+    }
+    folder = embedders.fingerprint_fields("sentence-transformers:/models/e5:v2;dim=8")
+    assert (folder["family"], folder["model"], folder["dim"]) == (
+        "sentence-transformers",
+        "/models/e5:v2",
+        "8",
+    )
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "",
+        "no-family;dim=384",
+        ":model;dim=384",
+        "onnx:m;dim",
+        "onnx:m;dim=1;dim=1",
+        "onnx:m;Dim=1",
+        "onnx:m;model=other",
+    ],
+)
+def test_fingerprint_fields_refuses_other_forms(bad: str) -> None:
+    with pytest.raises(ValueError, match="embedder fingerprint"):
+        embedders.fingerprint_fields(bad)
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        (ST, ONNX),
+        (ONNX, ST),
+        (ST, ST),
+        (HASHING, HASHING),
+        ("custom-thing", "custom-thing"),  # equal strings are the protocol's own promise
+        (
+            f"sentence-transformers:/models/x;dim=8;weights={W2};max_seq_length=64;pooling=mean",
+            f"onnx:/models/x;dim=8;weights={W2};max_seq_length=64;pooling=mean",
+        ),
+    ],
+)
+def test_same_model_through_another_runtime_gives_the_same_vectors(a: str, b: str) -> None:
+    assert embedders.same_vectors(a, b)
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        f"onnx:all-MiniLM-L6-v2;dim=384;weights={W2};max_seq_length=256",  # other weights
+        f"onnx:all-MiniLM-L6-v2;dim=256;weights={W1};max_seq_length=256",  # other dim
+        f"onnx:all-MiniLM-L6-v2;dim=384;weights={W1};max_seq_length=128",  # other seq length
+        f"onnx:/models/copy;dim=384;weights={W1};max_seq_length=256",  # other model folder
+        f"onnx:all-MiniLM-L6-v2;dim=384;weights={W1};max_seq_length=256;pooling=cls",
+        f"onnx:all-MiniLM-L6-v2;dim=384;weights={W1}",  # no max_seq_length
+        f"onnx:all-MiniLM-L6-v2;dim=384;weights=md5:{'0' * 32};max_seq_length=256",
+        f"openai:all-MiniLM-L6-v2;dim=384;weights={W1};max_seq_length=256",  # unknown family
+        HASHING,
+        "hashing:384;dim=384;version=blake2b-words-v1",
+        "all-MiniLM-L6-v2",  # not a fingerprint at all
+        "",
+    ],
+)
+def test_other_models_or_unknown_forms_do_not_give_the_same_vectors(other: str) -> None:
+    assert not embedders.same_vectors(ST, other)
+    assert not embedders.same_vectors(other, ST)
+
+
+def test_same_vectors_needs_well_formed_model_fields() -> None:
+    bad_dim = f"onnx:m;dim=0;weights={W1};max_seq_length=256"
+    assert not embedders.same_vectors(bad_dim, bad_dim.replace("onnx:", "sentence-transformers:"))
+    short = "sentence-transformers:m;dim=3;weights=sha256:abc;max_seq_length=9"
+    assert not embedders.same_vectors(short, short.replace("sentence-transformers:", "onnx:"))
+
+
 # --- the packaged model: sentence-transformers and onnxruntime ------------------------------
 
 LONG_TEXT = " ".join(f"topic{i} alpha beta" for i in range(200))  # well over 256 word pieces
@@ -305,6 +395,18 @@ def test_onnx_gives_the_same_vectors(
     assert onnx_embedder.name == "onnx:all-MiniLM-L6-v2"
     # same weights, so the weights part of the fingerprints agrees
     assert onnx_embedder.fingerprint.split(";")[2] == st_embedder.fingerprint.split(";")[2]
+
+
+@pytest.mark.slow
+def test_real_st_and_onnx_fingerprints_give_the_same_vectors(
+    st_embedder: SentenceTransformerEmbedder, onnx_embedder: OnnxEmbedder
+) -> None:
+    st, onnx = st_embedder.fingerprint, onnx_embedder.fingerprint
+    assert st != onnx
+    assert embedders.same_vectors(st, onnx) and embedders.same_vectors(onnx, st)
+    shorter = SentenceTransformerEmbedder(max_seq_length=128).fingerprint
+    assert not embedders.same_vectors(shorter, onnx)
+    assert not embedders.same_vectors(HashingEmbedder(384).fingerprint, onnx)
 
 
 @pytest.mark.slow
