@@ -5,7 +5,7 @@
   (an SQLite FTS5 table written in the store's own transaction).
 * :class:`VectorRecaller` over any :class:`VectorSource` (a ``ChromaStore``, an
   :class:`ExactVectorIndex`), with an optional ``min_score`` floor.
-* :class:`HybridRecaller`: reciprocal rank fusion (k = 60, each leg read to ``3 * limit``), the
+* :class:`HybridRecaller`: reciprocal rank fusion (k = 60, each leg read to ``limit``), the
   parameters in :class:`Fusion`.
 
 Every recaller returns :class:`Hit` objects: the document, the score the list is ordered by, and

@@ -256,7 +256,8 @@ def test_fts5_counts_exactly_our_terms(texts: list[str]) -> None:
 
 def test_a_tokenizer_change_rebuilds_the_sqlite_index(tmp_path: Path) -> None:
     path = tmp_path / "store.sqlite3"
-    with SqliteStore(path) as st_:
+    unstemmed = Tokenizer(stemmer=None)
+    with SqliteStore(path, tokenizer=unstemmed) as st_:
         st_.put(Entry("user", "runner", "She was running the marathon"))
         assert st_.search_text("runs", scopes=["user"], limit=5) == []
         assert st_.search_text("the", scopes=["user"], limit=5) == []
@@ -267,8 +268,14 @@ def test_a_tokenizer_change_rebuilds_the_sqlite_index(tmp_path: Path) -> None:
         assert [e.name for e, _ in st_.search_text("walking", scopes=["user"], limit=5)] == [
             "walker"
         ]
-    with SqliteStore(path) as st_:  # back to the default: rebuilt again
+    with SqliteStore(path) as st_:  # the default stems and drops stopwords: rebuilt
+        assert [e.name for e, _ in st_.search_text("runs", scopes=["user"], limit=5)] == ["runner"]
+        assert st_.search_text("the", scopes=["user"], limit=5) == []
+    with SqliteStore(path, tokenizer=unstemmed) as st_:  # rebuilt unstemmed again
         assert st_.search_text("runs", scopes=["user"], limit=5) == []
+        assert [e.name for e, _ in st_.search_text("running", scopes=["user"], limit=5)] == [
+            "runner"
+        ]
         assert [e.name for e, _ in st_.search_text("walks", scopes=["user"], limit=5)] == ["walker"]
 
 

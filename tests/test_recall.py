@@ -405,7 +405,7 @@ def _vectors(entries: Sequence[Entry], embedder: Embedder) -> ExactVectorIndex[E
     return index
 
 
-def test_each_leg_is_read_to_three_times_the_limit_and_a_broken_leg_is_skipped(
+def test_each_leg_is_read_to_the_limit_by_default_and_a_broken_leg_is_skipped(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     entries = [Entry("user", f"e{i}", f"alpha note {i}") for i in range(20)]
@@ -415,7 +415,10 @@ def test_each_leg_is_read_to_three_times_the_limit_and_a_broken_leg_is_skipped(
     broken = VectorRecaller(_vectors(entries, emb), HashingEmbedder(32))  # wrong width: raises
     hybrid = HybridRecaller([BM25Recaller(source), good])
     assert len(hybrid.recall("alpha", scopes=["user"], limit=4)) == 4
-    assert source.limits == [12]
+    assert source.limits == [4]  # Fusion's default depth 1: each leg answers what it would alone
+    hybrid = HybridRecaller([BM25Recaller(source), good], fusion=Fusion(depth=3))
+    assert len(hybrid.recall("alpha", scopes=["user"], limit=4)) == 4
+    assert source.limits[-1] == 12
     hybrid = HybridRecaller([BM25Recaller(source), broken], fusion=Fusion(depths={"bm25": 5}))
     hits = hybrid.recall("alpha", scopes=["user"], limit=2)
     assert source.limits[-1] == 10
@@ -500,3 +503,35 @@ def test_a_match_by_meaning_alone_stays_in_the_top_three(model_store: object) ->
     )
     assert "travel-anxiety" in _names(model_store, query, mode="hybrid", limit=5)[:3]
     assert "travel-anxiety" in _names(model_store, query, limit=3)
+
+
+class RankedLeg:
+    """A leg that answers a fixed ranking (best first), cut to the limit it is asked for."""
+
+    def __init__(self, name: str, names: Sequence[str]) -> None:
+        self.name = name
+        self._entries = [Entry("user", n, f"text of {n}") for n in names]
+        self.asked: list[int] = []
+
+    def recall(self, query: str, *, scopes: Sequence[str], limit: int) -> list[Hit[Entry]]:
+        self.asked.append(limit)
+        top = self._entries[:limit]
+        return recallers.ranked_hits(self.name, [(e, 1.0 / r) for r, e in enumerate(top, 1)])
+
+
+def test_default_fusion_keeps_each_legs_first_hit_ahead_of_agreement_in_the_tails() -> None:
+    # BM25 is sure of "exact"; the vector leg is sure of "meaning"; ten other entries sit at
+    # ranks 11 to 20 of both legs. Read three times deeper than the answer, RRF lets the ten
+    # shared tail entries (2 / (60 + r) each) push both legs' first hits (1 / 61) out of a top
+    # ten; read to the limit (the default), both first hits lead the answer.
+    tail = [f"tail{i:02d}" for i in range(10)]
+    lexical = ["exact", *[f"lex{i}" for i in range(9)], *tail]
+    semantic = ["meaning", *[f"sem{i}" for i in range(9)], *tail]
+    assert Fusion(k=60, depth=1) == recallers.DEFAULT_FUSION
+    legs = [RankedLeg("bm25", lexical), RankedLeg("vector", semantic)]
+    hits = HybridRecaller(legs).recall("q", scopes=["user"], limit=10)
+    assert [leg.asked for leg in legs] == [[10], [10]]
+    assert [h.entry.name for h in hits[:2]] == ["exact", "meaning"]  # a tie: name order
+    assert not any(h.entry.name.startswith("tail") for h in hits)
+    deep = HybridRecaller(legs, fusion=Fusion(depth=3)).recall("q", scopes=["user"], limit=10)
+    assert [h.entry.name for h in deep] == tail

@@ -15,7 +15,7 @@ from recallers import (
     tokenize,
 )
 
-PLAIN = Tokenizer(stopwords=frozenset())
+PLAIN = Tokenizer(stopwords=frozenset(), stemmer=None)  # the splitting rules alone
 
 
 @pytest.mark.parametrize(
@@ -90,24 +90,37 @@ def test_width_ligatures_and_case_fold_to_one_form(wide: str, narrow: str) -> No
     assert PLAIN(wide) == PLAIN(narrow) != []
 
 
-def test_default_tokenizer_drops_english_stopwords_only() -> None:
+def test_default_tokenizer_drops_english_stopwords_and_stems() -> None:
     assert tokenize("the of and to") == []
     assert tokenize("what?!") == []
+    # stopwords go before stemming: "remember" stems to "rememb" (Snowball English)
     assert tokenize("do you remember what I said about dark mode?") == [
-        "remember",
+        "rememb",
         "said",
         "dark",
         "mode",
     ]
-    # the whole of a compound is a term of its own: kept unless it is itself a stopword
+    # the whole of a compound is a term of its own: kept unless it is itself a stopword;
+    # a term holding a connector or a digit is not stemmed
     assert tokenize("a to-do list") == ["to-do", "list"]
+    assert tokenize("running BENCH-100821 tests") == [
+        "run",
+        "bench",
+        "100821",
+        "bench-100821",
+        "test",
+    ]
     assert tokenize("don't") == []
     assert len(ENGLISH_STOPWORDS) == 179
-    assert DEFAULT_TOKENIZER("The Cat") == ["cat"]
+    assert DEFAULT_TOKENIZER("The Cats") == ["cat"]
+    # a question and a memory that inflect a word differently share its term
+    assert set(tokenize("Which hobbies did she mention?")) & set(tokenize("she mentioned a hobby"))
+    assert Tokenizer() == DEFAULT_TOKENIZER
+    assert Tokenizer(stemmer=None)("running users") == ["running", "users"]
 
 
 def test_stemming_is_an_option_and_applies_to_index_and_query_alike() -> None:
-    english = Tokenizer(stemmer="english")
+    english = Tokenizer(stemmer="english", stopwords=frozenset())
     assert english("running users") == ["run", "user"]
     # a camel-case whole and the same word typed in one piece stem alike
     assert english("parseHTMLResponse")[-1] == english("parsehtmlresponse")[0]
@@ -126,7 +139,7 @@ def test_version_names_the_rules_and_the_options() -> None:
     versions = {
         Tokenizer().version,
         Tokenizer(stopwords=frozenset()).version,
-        Tokenizer(stemmer="english").version,
+        Tokenizer(stemmer=None).version,
         Tokenizer(stopwords=frozenset({"x"})).version,
     }
     assert len(versions) == 4
@@ -155,7 +168,7 @@ def test_version_names_the_rules_and_the_options() -> None:
     ],
 )
 def test_awkward_text_never_raises(text: str) -> None:
-    for tok in (DEFAULT_TOKENIZER, PLAIN, Tokenizer(stemmer="english")):
+    for tok in (DEFAULT_TOKENIZER, PLAIN, Tokenizer(stemmer=None)):
         terms = tok(text)
         assert all(t and not any(c.isspace() for c in t) and '"' not in t for t in terms)
 

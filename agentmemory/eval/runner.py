@@ -16,9 +16,10 @@ ChromaStore locks its folder, so one process at a time runs on one cached store.
 
 Every method reads one ranking ``depth`` deep per query (default: the largest ``k``), and all of
 the ``@k`` metrics come from that one ranking. For BM25 and vector search the first ``k`` of a
-deeper ranking are the top ``k``; a hybrid reads its legs ``3 * depth`` deep (SPEC section 6), so
-its first ``k`` may differ slightly from a recall with ``limit=k``. Pass ``ks=(10,)`` to score
-exactly what ``recall(limit=10)`` returns.
+deeper ranking are the top ``k``; a hybrid reads each leg ``depth`` deep (``recallers.Fusion``'s
+default depth 1), so its first ``k`` may differ slightly from a recall with ``limit=k``. The
+default depth 10 scores exactly what ``recall(limit=10)`` returns; a deeper ranking (``ks`` past 10)
+changes the hybrid's first 10, so compare hybrid tables at one depth.
 """
 
 from __future__ import annotations
