@@ -133,10 +133,6 @@ _STATE_NS = "chroma-index"
 
 _Key = tuple[str, str]
 
-_after_commit_hook: Callable[[Sequence[Change]], None] | None = None
-"""Test-only fault injection: called after the journal commit and before the index update of
-every write. Tests set it to raise, or to kill the process, between the two steps."""
-
 
 def embedding_text(entry: Entry) -> str:
     """The text ChromaStore embeds for ``entry``: ``"<description>\\n\\n<content>"`` when the
@@ -378,6 +374,7 @@ class ChromaStore:
         busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
         clock: Callable[[], datetime] = utc_now,
         fusion: Fusion = DEFAULT_FUSION,
+        _fault_after_commit: Callable[[Sequence[Change]], None] | None = None,
     ) -> None:
         """Open (or create) the store in folder ``path``; the same as :meth:`open`."""
         if not isinstance(embedder, Embedder):
@@ -400,6 +397,7 @@ class ChromaStore:
         self._embedded = client is None
         self._pid = os.getpid()
         self._fusion = fusion
+        self._fault_after_commit = _fault_after_commit
         self._closed = False
         kind = "embedded" if self._embedded else "client"
         self._state_keys = {
@@ -444,6 +442,7 @@ class ChromaStore:
         busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
         clock: Callable[[], datetime] = utc_now,
         fusion: Fusion = DEFAULT_FUSION,
+        _fault_after_commit: Callable[[Sequence[Change]], None] | None = None,
     ) -> Self:
         """Open (or create) the store in folder ``path`` and bring its index up to date.
 
@@ -468,6 +467,10 @@ class ChromaStore:
             clock: the time stamped on writes (for tests).
             fusion: the parameters of :meth:`recall`'s hybrid (``recallers.Fusion``; RRF with
                 k = 60 by default).
+            _fault_after_commit: private, for tests only: called with the journal records of
+                each write of this handle after the journal commit and before the index update
+                (to raise, or to kill the process, between the two steps). Other handles on the
+                same folder are not affected.
 
         Opening replays the journal records the index cursor has not seen (a crash between a
         journal commit and its index update loses nothing). When the index lacks whole scopes
@@ -495,6 +498,7 @@ class ChromaStore:
             busy_timeout_s=busy_timeout_s,
             clock=clock,
             fusion=fusion,
+            _fault_after_commit=_fault_after_commit,
         )
 
     # -- opening -----------------------------------------------------------------------------
@@ -732,9 +736,8 @@ class ChromaStore:
         records applied; on failure, keep them for the next catch-up and raise IndexWriteError."""
         index = self._idx()
         try:
-            hook = _after_commit_hook
-            if hook is not None:
-                hook(changes)
+            if self._fault_after_commit is not None:
+                self._fault_after_commit(changes)
             self._sync([(c.entry.scope, c.entry.name) for c in changes], check_index=False)
         except Exception as err:
             with index.state_lock:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import threading
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,6 +61,26 @@ def cosine(a: str, b: str) -> float:
 
 def keys(hits: list[tuple[Entry, float]]) -> list[str]:
     return [e.key for e, _ in hits]
+
+
+class Fault:
+    """A fault for one store handle (ChromaStore's private ``_fault_after_commit``): while
+    armed, it raises between the journal commit and the index update of each write."""
+
+    def __init__(self) -> None:
+        self.armed = False
+
+    def __call__(self, changes: object) -> None:
+        if self.armed:
+            raise RuntimeError("injected between journal and index")
+
+    @contextmanager
+    def on(self) -> Iterator[None]:
+        self.armed = True
+        try:
+            yield
+        finally:
+            self.armed = False
 
 
 def case_scopes_and_order(b: Backend, tmp: Path) -> None:
@@ -167,17 +188,11 @@ def case_exception_between_steps(b: Backend, tmp: Path) -> None:
     """An error after the journal commit leaves the write in the journal and the store usable;
     the next write catches the index up; so does reopening."""
 
-    def fail(changes: object) -> None:
-        raise RuntimeError("injected between journal and index")
-
-    with b.open(tmp) as st:
+    fault = Fault()
+    with b.open(tmp, _fault_after_commit=fault) as st:
         st.put(Entry("user", "first", "apples and pears"))
-        chroma_store_module._after_commit_hook = fail
-        try:
-            with pytest.raises(IndexWriteError, match="seq 2") as info:
-                st.put(Entry("user", "second", "bananas and cherries"))
-        finally:
-            chroma_store_module._after_commit_hook = None
+        with fault.on(), pytest.raises(IndexWriteError, match="seq 2") as info:
+            st.put(Entry("user", "second", "bananas and cherries"))
         assert [c.entry.name for c in info.value.changes] == ["second"]
         assert isinstance(info.value.__cause__, RuntimeError)
         assert st.get("user", "second").content == "bananas and cherries"
@@ -192,18 +207,33 @@ def case_exception_between_steps(b: Backend, tmp: Path) -> None:
         ]
         assert st.index_cursor == 3
         # The same fault, then a reopen instead of another write.
-        chroma_store_module._after_commit_hook = fail
-        try:
-            with pytest.raises(IndexWriteError):
-                st.forget("user", "first")
-        finally:
-            chroma_store_module._after_commit_hook = None
+        with fault.on(), pytest.raises(IndexWriteError):
+            st.forget("user", "first")
         assert st.verify().extra == ["user/first"]
         hits = st.search_vector(embed("apples pears"), limit=3, scopes=["user"])
         assert "user/first" not in keys(hits), "a forgotten entry came back from a stale vector"
     with b.open(tmp) as st:
         assert st.verify().ok
         assert st.index_cursor == 4
+
+
+def case_fault_is_scoped_to_its_handle(b: Backend, tmp: Path) -> None:
+    """A fault given to one handle fails only that handle's index updates: a second handle on
+    the same folder (sharing its index state) writes and indexes normally, and catches up the
+    failed write; a later open without a fault is clean."""
+    fault = Fault()
+    fault.armed = True
+    with b.open(tmp, _fault_after_commit=fault) as faulty, b.open(tmp) as plain:
+        with pytest.raises(IndexWriteError, match="seq 1"):
+            faulty.put(Entry("user", "first", "apples and pears"))
+        plain.put(Entry("user", "second", "bananas and cherries"))
+        assert plain.verify().ok
+        assert keys(plain.search_vector(embed("apples pears"), limit=1, scopes=["user"])) == [
+            "user/first"
+        ]
+    with b.open(tmp) as st:
+        st.put(Entry("user", "third", "plums"))
+        assert st.verify().ok and st.index_cursor == 3
 
 
 def case_index_lost_then_reindex(b: Backend, tmp: Path) -> None:
@@ -390,6 +420,7 @@ CASES = (
     case_resave_gets_fresh_vector,
     case_put_many_in_batches,
     case_exception_between_steps,
+    case_fault_is_scoped_to_its_handle,
     case_index_lost_then_reindex,
     case_reindex_cut_short_finishes_at_next_open,
     case_embedder_mismatch,

@@ -64,12 +64,19 @@ def run_child(script: str, *args: str, **popen: Any) -> subprocess.Popen[str]:
 CRASH_CHILD = """
     import os, signal, sys
     from agentmemory import ChromaStore, Entry
-    from agentmemory import chroma_store
     from embedders import HashingEmbedder
 
-    st = ChromaStore.open(sys.argv[1], embedder=HashingEmbedder(int(sys.argv[2])))
+    armed = False
+
+    def kill(changes):
+        if armed:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    st = ChromaStore.open(
+        sys.argv[1], embedder=HashingEmbedder(int(sys.argv[2])), _fault_after_commit=kill
+    )
     st.put(Entry("user", "before", "written and indexed before the crash"))
-    chroma_store._after_commit_hook = lambda changes: os.kill(os.getpid(), signal.SIGKILL)
+    armed = True
     st.put_many([Entry("bulk", f"e{i}", f"bulk entry {i} word{i}") for i in range(600)])
     print("not killed")
 """

@@ -797,23 +797,19 @@ def test_import_agentmemory_leaves_jsonschema_until_a_tool_is_built() -> None:
 def test_a_write_whose_vector_update_fails_is_reported_as_done(tmp_path: Path) -> None:
     """ChromaStore raises IndexWriteError after the journal commit: the write happened, so the
     tool result is a success with the record, and says search by meaning may miss it."""
-    from agentmemory import ChromaStore, chroma_store
+    from agentmemory import ChromaStore
     from embedders import HashingEmbedder
 
     def fail(changes: object) -> None:
         raise RuntimeError("injected between journal and index")
 
-    with ChromaStore.open(tmp_path, embedder=HashingEmbedder()) as store:
+    with ChromaStore.open(tmp_path, embedder=HashingEmbedder(), _fault_after_commit=fail) as store:
         save, patch, forget, _ = tools(store, ["user"])
-        chroma_store._after_commit_hook = fail
-        try:
-            results = [
-                save({"name": "tz", "content": "Europe/London"}),
-                patch({"name": "tz", "old_text": "London", "new_text": "Paris"}),
-                forget({"name": "tz"}),
-            ]
-        finally:
-            chroma_store._after_commit_hook = None
+        results = [
+            save({"name": "tz", "content": "Europe/London"}),
+            patch({"name": "tz", "old_text": "London", "new_text": "Paris"}),
+            forget({"name": "tz"}),
+        ]
         for r in results:
             assert not r.is_error, r.text
             assert "the vector index was not updated yet" in r.text
