@@ -22,6 +22,10 @@ variable ``AGENTMEMORY_PATH``, else ``platformdirs.user_data_dir("agentmemory")/
 - Errors print one line, ``agentmemory: <what happened and what to do>``, on stderr and exit 1
   (usage errors exit 2, as click does). Nothing is half-written: a write the store refuses
   writes nothing, and ``import`` checks the whole file before it writes any of it.
+- A write that reached the journal but whose vector update failed
+  (:class:`~agentmemory.IndexWriteError`) is a success: the command prints its usual output
+  (``--json`` included), one ``agentmemory: warning:`` line on stderr, and exits 0; the index
+  catches up at the next write or open, or with ``agentmemory verify --repair``.
 
 Each subcommand imports what it needs when it runs, so ``agentmemory --help`` stays fast.
 """
@@ -117,6 +121,33 @@ class _Group(click.Group):
             sys.exit(1)
         except OSError as exc:
             raise CliError(_os_error(exc)) from None
+
+
+def _index_behind(changes: Sequence[Change], cause: BaseException | None) -> None:
+    """Print the one-line stderr warning for a write that is in the journal (``changes``) but
+    whose vector update failed (``cause``, the IndexWriteError's ``__cause__``)."""
+    seqs = [c.seq for c in changes]
+    where = f"seq {seqs[0]}" if len(seqs) == 1 else f"seq {min(seqs)} to {max(seqs)}"
+    why = f" ({type(cause).__name__}: {cause})" if cause is not None else ""
+    click.echo(
+        f"agentmemory: warning: the write is done and journaled ({where}), but the vector "
+        f"index was not updated{why}; search by meaning may miss it until the index is "
+        "repaired, which happens at the next write or open of the store, or with "
+        "'agentmemory verify --repair'; do not repeat the write",
+        err=True,
+    )
+
+
+_STORE_OPTIONS_KEY = "_chroma_store_options"
+"""Key of a dict in click's root ``obj`` whose items are passed to ``ChromaStore.open`` (tests
+pass ``_fault_after_commit`` this way: ``CliRunner().invoke(main, args, obj={key: {...}})``)."""
+
+
+def _store_options() -> dict[str, Any]:
+    ctx = click.get_current_context(silent=True)
+    obj = ctx.find_root().obj if ctx is not None else None
+    options = obj.get(_STORE_OPTIONS_KEY) if isinstance(obj, dict) else None
+    return dict(options) if isinstance(options, dict) else {}
 
 
 def _os_error(exc: OSError) -> str:
@@ -283,7 +314,13 @@ def _open_index(
     def attempt(model: Embedder) -> ChromaStore:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", IndexOutOfStepWarning)
-            store = ChromaStore.open(folder, embedder=model, reindex=switch, max_entry_bytes=bound)
+            store = ChromaStore.open(
+                folder,
+                embedder=model,
+                reindex=switch,
+                max_entry_bytes=bound,
+                **_store_options(),
+            )
         for w in caught:
             if issubclass(w.category, IndexOutOfStepWarning):
                 if not reindex:
@@ -432,7 +469,7 @@ def save_command(
     the entry's vector updated before the command returns.
     """
     from .entries import Entry
-    from .errors import NotFoundError
+    from .errors import IndexWriteError, NotFoundError
     from .journal import encode_change
 
     scope, name = _parse_key(key)
@@ -456,7 +493,11 @@ def save_command(
                 meta = dict(stored.meta)
                 based_on = stored.hash
         entry = Entry(scope=scope, name=name, content=content, meta=meta or None)
-        change = store.put(entry, if_hash=if_hash, based_on=based_on, session=session_id)
+        try:
+            change = store.put(entry, if_hash=if_hash, based_on=based_on, session=session_id)
+        except IndexWriteError as exc:
+            change = exc.changes[0]
+            _index_behind(exc.changes, exc.__cause__)
     if as_json:
         click.echo(encode_change(change))
         return
@@ -535,11 +576,16 @@ def forget_command(
 
     The tombstone keeps the last content, so `agentmemory journal` still shows it.
     """
+    from .errors import IndexWriteError
     from .journal import encode_change
 
     scope, name = _parse_key(key)
     with _open_index(path, embedder_name, create=False) as store:
-        change = store.forget(scope, name, session=session_id)
+        try:
+            change = store.forget(scope, name, session=session_id)
+        except IndexWriteError as exc:
+            change = exc.changes[0]
+            _index_behind(exc.changes, exc.__cause__)
     if as_json:
         click.echo(encode_change(change))
         return
@@ -948,8 +994,15 @@ def import_command(
     already stored with the same content and meta are skipped, so if writing stops midway
     (store locked, disk full) the batches before it stand, and running the same import again
     finishes it.
+
+    A batch that is written but whose vectors could not all be made still counts as imported
+    (``index_pending`` in ``--json`` output counts its entries); a warning on stderr says
+    so, and the index catches up at the next write or open, or with 'agentmemory verify
+    --repair'.
     """
     from tqdm import tqdm
+
+    from .errors import IndexWriteError
 
     label, lines = _read_lines(source)
     parsed = _parse_import(label, lines, default_scope)
@@ -957,6 +1010,8 @@ def import_command(
     written = unchanged = 0
     by_scope: dict[str, int] = {}
     first_seq = last_seq = 0
+    behind: list[Change] = []  # written, but their vector update failed
+    cause: BaseException | None = None
     with (
         _open_index(path, embedder_name, create=True) as store,
         tqdm(
@@ -972,6 +1027,10 @@ def import_command(
             todo = [p.entry for p in chunk if not _unchanged(store, p.entry)]
             try:
                 changes = store.put_many(todo, session=session_id) if todo else []
+            except IndexWriteError as exc:  # the batch is written; its index catches up later
+                changes = exc.changes
+                behind += changes
+                cause = cause or exc.__cause__
             except AgentMemoryError as exc:
                 done = (
                     f"the {written + unchanged} entries before line {chunk[0].number} are in "
@@ -992,6 +1051,8 @@ def import_command(
             unchanged += len(chunk) - len(todo)
             bar.update(len(chunk))
     seconds = time.perf_counter() - started
+    if behind:
+        _index_behind(behind, cause)
     if as_json:
         _echo_json(
             {
@@ -1000,6 +1061,7 @@ def import_command(
                 "scopes": dict(sorted(by_scope.items())),
                 "first_seq": first_seq,
                 "last_seq": last_seq,
+                "index_pending": len(behind),
                 "seconds": round(seconds, 3),
             }
         )

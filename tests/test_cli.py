@@ -433,6 +433,81 @@ def test_import_into_a_store_another_process_holds(tmp_path: Path, store_dir: Pa
         holder.wait(timeout=60)
 
 
+# --- a write whose vector update fails ------------------------------------------------------
+
+
+def faulty_cli(store: Path, *args: str, input: str | None = None) -> Result:
+    """Run a write subcommand on ``store`` (hashing embedder) with a ChromaStore whose index
+    update fails after every journal commit (its private ``_fault_after_commit``, given to the
+    store the command opens through click's ``obj``)."""
+
+    def fail(changes: object) -> None:
+        raise RuntimeError("injected between journal and index")
+
+    return CliRunner().invoke(
+        main,
+        [*args, "--path", str(store), "--embedder", "hashing"],
+        input=input,
+        obj={"_chroma_store_options": {"_fault_after_commit": fail}},
+        catch_exceptions=False,
+    )
+
+
+def index_warning(result: Result, where: str) -> None:
+    """Exit 0 with one ``agentmemory: warning:`` line on stderr saying the write is journaled
+    at ``where`` and how the index is repaired."""
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    line = lines[0]
+    assert line.startswith("agentmemory: warning: the write is done and journaled"), line
+    for words in (f"({where})", "RuntimeError: injected", "agentmemory verify --repair"):
+        assert words in line, line
+
+
+def test_save_and_forget_whose_vector_update_fails_succeed_with_a_warning(
+    store_dir: Path,
+) -> None:
+    saved = faulty_cli(store_dir, "save", "user/tz", "Europe/London", "--json")
+    index_warning(saved, "seq 1")
+    change = decode_change(saved.stdout.strip())
+    assert (change.seq, change.entry.key, change.entry.content) == (1, "user/tz", "Europe/London")
+    assert json.loads(cli(store_dir, "get", "user/tz", "--json").stdout)["content"] == (
+        "Europe/London"
+    )
+    # the next open repairs the index, as the warning says
+    hits = json.loads(
+        cli(store_dir, "search", "Europe London", "--mode", "vector", "--json").stdout
+    )
+    assert [h["name"] for h in hits["hits"]] == ["tz"]
+    forgot = faulty_cli(store_dir, "forget", "user/tz")
+    index_warning(forgot, "seq 2")
+    assert forgot.stdout.strip() == "forgot user/tz (journal seq 2)"
+    assert journal_seqs(store_dir) == [1, 2]
+    verified = cli(store_dir, "verify")
+    assert (verified.exit_code, verified.stdout.strip()) == (
+        0,
+        "index ok: 0 vectors for 0 live entries",
+    )
+
+
+def test_import_whose_vector_update_fails_imports_everything_with_a_warning(
+    tmp_path: Path, store_dir: Path
+) -> None:
+    src = write_lines(
+        tmp_path / "in.jsonl",
+        [{"scope": "s", "name": f"e{i}", "content": f"entry {i}"} for i in range(5)],
+    )
+    r = faulty_cli(store_dir, "import", str(src), "--batch", "2", "--no-progress", "--json")
+    index_warning(r, "seq 1 to 5")
+    out = json.loads(r.stdout)
+    assert (out["imported"], out["first_seq"], out["last_seq"]) == (5, 1, 5)
+    assert out["index_pending"] == 5
+    assert journal_seqs(store_dir) == [1, 2, 3, 4, 5]
+    fixed = cli(store_dir, "verify")
+    assert (fixed.exit_code, fixed.stdout.strip()) == (0, "index ok: 5 vectors for 5 live entries")
+
+
 # --- the console script as a subprocess -----------------------------------------------------
 
 
