@@ -31,7 +31,7 @@ class MemStore:
         clock: returns the time stamped on writes (aware UTC); for tests that want a fixed one.
             Times never go backwards in the journal: a clock that does is clamped.
         tokenizer: the terms :meth:`recall` indexes and searches by (default
-            ``recallers.DEFAULT_TOKENIZER``: English stopwords, no stemming).
+            ``recallers.DEFAULT_TOKENIZER``: English stopwords, English Snowball stemming).
 
     Raises:
         ValueError: ``max_entry_bytes`` under 1.

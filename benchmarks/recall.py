@@ -10,8 +10,8 @@ Rows (latency in ms, median and p95 over the queries):
 * ``bm25 SqliteStore``: ``SqliteStore.search_text`` (FTS5 table, ``bm25()``).
 * ``vector ChromaStore``: ``ChromaStore.search_vector`` of a precomputed query vector (one
   collection per scope, no ``where`` filter).
-* ``hybrid ChromaStore``: ``ChromaStore.recall(mode="hybrid")``, BM25 and vector legs at depth
-  ``3 * limit`` fused by RRF. The query is embedded by the hashing embedder (about 0.02 ms, so the
+* ``hybrid ChromaStore``: ``ChromaStore.recall(mode="hybrid")``, BM25 and vector legs read to the
+  default depth (``recallers.DEFAULT_DEPTH`` times ``limit``) and fused by RRF. The query is embedded by the hashing embedder (about 0.02 ms, so the
   figure is the search cost "query embedding excluded"); the real model's time per query is
   reported beside the table.
 * ``write+search <store>``: one ``put`` of a new entry (its hashing embedding, about 0.02 ms,
