@@ -116,6 +116,11 @@ def shown_names(tool_text: str, scope: str) -> list[str]:
 
 
 def _choose(conversations: Sequence[LocomoConversation], which: str | None) -> LocomoConversation:
+    if not conversations:
+        raise AgentMemoryError(
+            "agentmemory: the LoCoMo data holds no conversations; give a file with at least one "
+            "(--data)"
+        )
     if which is None:
         return conversations[0]
     for conv in conversations:
@@ -158,7 +163,9 @@ def run_demo(
         progress: a tqdm bar on stderr while importing (default: when stderr is a terminal).
 
     Returns a :class:`DemoResult`. Raises :class:`~agentmemory.AgentMemoryError` for an unknown
-    conversation, ``OSError``/``ValueError`` for an unreadable file, and the store's errors.
+    conversation, a file with no conversations or a conversation with no dialog turns (before
+    any store is made), ``OSError``/``ValueError`` for an unreadable file, and the store's
+    errors.
     """
     from tqdm import tqdm
 
@@ -172,6 +179,11 @@ def run_demo(
     conv = _choose(dataset.conversations, conversation)
     chosen = pick_questions(conv.questions, questions)
     entries = turn_entries(conv, fmt=TurnFormat())
+    if not entries:
+        raise AgentMemoryError(
+            f"agentmemory: conversation {conv.sample_id} in {dataset.path} has no dialog turns "
+            "to import; choose another with --conversation"
+        )
     temporary = path is None
     folder = Path(tempfile.mkdtemp(prefix="agentmemory-demo-")) if path is None else Path(path)
     result = DemoResult(

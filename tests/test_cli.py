@@ -746,3 +746,22 @@ def test_demo_errors(tmp_path: Path) -> None:
         "conv-999",
     )
     assert "conv-30" in line
+
+
+def test_demo_on_a_conversation_without_turns_says_so(tmp_path: Path) -> None:
+    """A LoCoMo file whose conversation has no dialog turns (or that has no conversation) is a
+    one-line error naming it, and leaves no store behind."""
+    empty = tmp_path / "empty.json"
+    sample = {"sample_id": "conv-empty", "conversation": {"speaker_a": "Ann", "speaker_b": "Bob"}}
+    empty.write_text(json.dumps([{**sample, "qa": []}]))
+    keep = tmp_path / "store"
+    line = one_error_line(
+        run(["demo", "--data", str(empty), "--embedder", "hashing", "--keep", str(keep)]),
+        "conv-empty",
+        "no dialog turns",
+    )
+    assert str(empty) in line
+    assert not keep.exists()
+    none = tmp_path / "none.json"
+    none.write_text("[]")
+    one_error_line(run(["demo", "--data", str(none), "--embedder", "hashing"]), "no conversations")
