@@ -201,21 +201,32 @@ def test_beir_loader_on_a_small_set(tmp_path: Path) -> None:
     _write_beir(tmp_path / "tiny", corpus, qrels)
     ds = load_beir(tmp_path / "tiny")
     assert ds.name == "tiny"
-    assert [d.name for d in ds.documents] == ["doc-1", "doc-1-2", "7"]
+    assert [d.name for d in ds.documents] == ["doc-1-2", "doc-1", "7"]
     assert ds.documents[0].content == "Cats\n\nCats purr."
     assert ds.documents[1].content == "A second doc whose id clashes."
     # q2's only judgement is 0 (not relevant); q3's names a document the corpus lacks.
     assert [(q.query_id, q.relevant) for q in ds.queries] == [("q1", ("doc-1", "doc-1-2"))]
     assert ds.report.judgements_not_relevant == 1
     assert ds.report.judgements_unknown_doc == 1
-    assert ds.report.renamed == ["Doc_1 -> doc-1", "doc-1 -> doc-1-2"]
+    assert ds.report.renamed == ["Doc_1 -> doc-1-2"]  # the valid id doc-1 keeps its name
     entries = doc_entries(ds)
     assert entries[2] == Entry(scope="corpus", name="7", content="Dogs\n\nDogs bark.")
 
 
 def test_doc_id_names_are_unique_and_short() -> None:
     names = doc_id_names(["A B", "a-b", "a_b", "", "x" * 100])
-    assert list(names.values()) == ["a-b", "a-b-2", "a-b-3", "doc", "x" * 56]
+    assert names == {"A B": "a-b-2", "a-b": "a-b", "a_b": "a-b-3", "": "doc", "x" * 100: "x" * 56}
+
+
+def test_doc_id_names_keep_valid_ids_and_skip_taken_suffixes() -> None:
+    """Ids that are already valid, distinct entry names keep their spelling even when another
+    id's kebab form (or its generated suffix) would take it first; an id given twice gets one
+    name."""
+    assert doc_id_names(["A", "a", "a-2"]) == {"A": "a-3", "a": "a", "a-2": "a-2"}
+    assert doc_id_names(["a", "a", "a-2"]) == {"a": "a", "a-2": "a-2"}
+    assert doc_id_names(["A_1", "a-1"]) == {"A_1": "a-1-2", "a-1": "a-1"}
+    sixty = "b" * 60  # valid (under 64 bytes), longer than the 56 bytes a converted id keeps
+    assert doc_id_names([sixty.upper(), sixty]) == {sixty.upper(): "b" * 56, sixty: sixty}
 
 
 def test_beir_missing_file_is_named(tmp_path: Path) -> None:

@@ -136,16 +136,23 @@ class BeirDataset:
 
 
 def doc_id_names(doc_ids: list[str]) -> dict[str, str]:
-    """Map each document id to a kebab-case entry name, unique over ``doc_ids``.
+    """Map each distinct document id to a kebab-case entry name, unique over ``doc_ids``.
 
-    Lowercase; runs of characters outside ``[a-z0-9]`` become one hyphen; cut to fit 64 bytes;
-    empty becomes ``"doc"``. When that name is taken, ``-2``, ``-3``... is appended (in corpus
-    order), so ``["A_1", "a-1"]`` give ``"a-1"`` and ``"a-1-2"``. Ids that are already kebab-case
-    and distinct keep their spelling.
+    An id that is already a valid entry name (:func:`~agentmemory.valid_name`) keeps its
+    spelling. Any other id is lowercased, runs of characters outside ``[a-z0-9]`` become one
+    hyphen, it is cut to 56 bytes (room for a suffix within the 64-byte limit), and empty becomes
+    ``"doc"``; when that name is taken (by a valid id anywhere in ``doc_ids``, or by an earlier
+    id), ``-2``, ``-3``... is appended, skipping names already taken. So ``["A_1", "a-1"]``
+    give ``"a-1-2"`` and ``"a-1"``, and ``["A", "a", "a-2"]`` give ``"a-3"``, ``"a"`` and
+    ``"a-2"``. An id given twice maps to one name. Keys are in first-occurrence order.
     """
+    unique = list(dict.fromkeys(doc_ids))
+    taken = {doc_id for doc_id in unique if valid_name(doc_id)}
     names: dict[str, str] = {}
-    taken: set[str] = set()
-    for doc_id in doc_ids:
+    for doc_id in unique:
+        if valid_name(doc_id):  # in ``taken`` already: no generated name can collide with it
+            names[doc_id] = doc_id
+            continue
         base = re.sub(r"[^a-z0-9]+", "-", doc_id.lower()).strip("-")
         base = base[: MAX_NAME_BYTES - 8].strip("-") or "doc"
         name, n = base, 1
