@@ -1275,7 +1275,7 @@ def demo_command(
     Each dialog turn becomes an entry; for some of the conversation's questions the real
     memory_search tool is called, and its result (what the model reads) is printed with the
     Recall@5 of the question's evidence turns. Ends with the overall Recall@5, also of BM25
-    and vector search alone. Offline; about a minute.
+    and vector search alone. Offline; about 10 to 20 seconds once installed.
     """
     from .demo import run_demo
 

@@ -57,7 +57,8 @@ class DemoQuestion:
     Attributes:
         id: ``"conv-30/q4"``.
         question: the text, used as the query.
-        answer: the gold answer.
+        answer: the gold answer; for an adversarial question (LoCoMo category 5) the planted
+            wrong answer.
         category: the LoCoMo category name (``"single-hop"``...).
         relevant: entry names of the evidence turns.
         found: entry names the ``memory_search`` result shows, best first.
@@ -265,7 +266,12 @@ def run_demo(
 
 def _show_question(out: Callable[[str], object], n: int, total: int, q: DemoQuestion) -> None:
     out(f"[{n}/{total}] {q.category} question: {q.question}")
-    out(f"      answer: {q.answer}")
+    if q.category == "adversarial":
+        # LoCoMo's category 5: the question's premise is false, so its ``adversarial_answer`` is
+        # the planted wrong answer a model must not give, not a gold answer.
+        out(f"      (adversarial: the premise is false; the planted wrong answer is {q.answer!r})")
+    else:
+        out(f"      answer: {q.answer}")
     args = json.dumps({"query": q.question, "limit": DEMO_LIMIT}, ensure_ascii=False)
     out(f"  memory_search {args} returns:")
     out(_indent(q.tool_text.rstrip("\n"), "  │ "))

@@ -167,7 +167,8 @@ class LocomoQuestion:
     Attributes:
         id: ``"<sample_id>/q<index>"``, index from 0 in file order (skipped questions keep theirs).
         question: the text, used as the query.
-        answer: the gold answer (for category 5 the ``adversarial_answer``), as text.
+        answer: the gold answer, as text; for category 5 the ``adversarial_answer``, which is the
+            planted wrong answer to a question whose premise is false, not a gold answer.
         category: 1 to 5 (see :data:`CATEGORY_NAMES`).
         evidence: canonical dialog ids of the evidence turns, deduplicated, in file order.
         relevant: the entry names of those turns (same order).
