@@ -776,8 +776,10 @@ class _Kit:
         where = ", ".join(scopes)
         if not found:
             return ToolResult(f"No entries in {where} match {go_quote(query)}.")
-        noun = "match" if len(found) == 1 else "matches"
-        parts = [f"{len(found)} {noun} in {where} for {go_quote(query)}.\n"]
+        # Ranked retrieval returns the nearest entries, which need not all be relevant: say
+        # "best first" rather than "matches".
+        noun = "entry" if len(found) == 1 else "entries"
+        parts = [f"{len(found)} {noun} in {where} for {go_quote(query)}, best first.\n"]
         shown = 0
         unshown: list[Entry] = []
         for e in found:

@@ -458,7 +458,7 @@ def test_search_shows_size_description_and_content(store: Store) -> None:
     fill(store, {"project/build": "Run make."})
     search = tools(store, ["user", "project"])[3]
     assert ok(search({"query": "answers"})) == (
-        '1 match in user, project for "answers".\n\nuser/style (13 bytes): How to answer\n'
+        '1 entry in user, project for "answers", best first.\n\nuser/style (13 bytes): How to answer\n'
         "Long answers.\n"
     )
     assert ok(search({"query": "rust"})) == 'No entries in user, project match "rust".'
@@ -469,15 +469,17 @@ def test_search_limits_entries_and_bytes_and_lists_the_rest(store: Store) -> Non
     fill(store, {"user/long": "go " * 32, "user/short": "go go", "user/mid": "go stop go"})
     search = tools(store, ["user"], search_bytes=64)[3]
     text = ok(search({"query": "go"}))
-    assert text.startswith('3 matches in user for "go".\n')
+    assert text.startswith('3 entries in user for "go", best first.\n')
     assert "\nuser/short (5 bytes)\ngo go\n" in text
     assert "\nuser/mid (10 bytes)\ngo stop go\n" in text
     assert text.endswith(
         "\nNot shown, over the 64 byte result limit; search for them by name: user/long (96 bytes)\n"
     )
-    assert ok(search({"query": "go", "limit": 1})).startswith('1 match in user for "go".')
+    assert ok(search({"query": "go", "limit": 1})).startswith(
+        '1 entry in user for "go", best first.'
+    )
     few = tools(store, ["user"], search_limit=2)[3]
-    assert ok(few({"query": "go"})).startswith('2 matches in user for "go".')
+    assert ok(few({"query": "go"})).startswith('2 entries in user for "go", best first.')
 
 
 def test_search_reads_read_only_scopes(store: Store) -> None:
@@ -777,7 +779,7 @@ def test_search_finds_by_meaning_with_the_packaged_model(tmp_path: Path) -> None
         assert "\nuser/ui (33 bytes)\n" in text
         text = ok(search({"query": "do you remember what I said about dark mode?", "limit": 1}))
         assert text.startswith(
-            '1 match in user for "do you remember what I said about dark mode?".'
+            '1 entry in user for "do you remember what I said about dark mode?", best first.'
         )
         assert "\nuser/ui (33 bytes)\nUser prefers dark mode in editors\n" in text
 
