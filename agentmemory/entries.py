@@ -289,6 +289,23 @@ def _valid_unicode(text: str) -> bool:
     return True
 
 
+_SHOWN_END_CHARS = 20
+"""A refused value longer than twice this is quoted in a message as its first and last 20
+characters around "…" (both ends, so stray white space at either end stays visible)."""
+
+
+def _shown(value: str) -> str:
+    """``value`` Go-quoted for a message, its middle cut when over 40 characters."""
+    if len(value) > 2 * _SHOWN_END_CHARS:
+        value = value[:_SHOWN_END_CHARS] + "…" + value[-_SHOWN_END_CHARS:]
+    return go_quote(value)
+
+
+def _bad_char_at(text: str) -> int:
+    """Index of the first character of ``text`` that UTF-8 cannot encode (a lone surrogate)."""
+    return next(i for i, ch in enumerate(text) if 0xD800 <= ord(ch) <= 0xDFFF)
+
+
 def check_entry(entry: Entry, limit: int = 0, stored: Entry | None = None) -> None:
     """Raise if a store must refuse ``entry``; return ``None`` if it may be written.
 
@@ -306,9 +323,15 @@ def check_entry(entry: Entry, limit: int = 0, stored: Entry | None = None) -> No
     Wrong types (a non-``str`` content, a meta that is not a mapping of ``str`` to ``str``) are
     refused as invalid too, naming the type.
     """
-    check_scope(entry.scope)
+    if not valid_name(entry.scope):
+        raise _invalid(
+            _not_kebab("scope", entry.scope) + f" (the entry named {_shown(str(entry.name))})",
+            "scope",
+        )
     if not valid_name(entry.name):
-        raise _invalid(_not_kebab("name", entry.name), "name")
+        raise _invalid(
+            _not_kebab("name", entry.name) + f" (an entry in scope {entry.scope})", "name"
+        )
     key = f"{entry.scope}/{entry.name}"
     content = entry.content
     if not isinstance(content, str):
@@ -316,7 +339,11 @@ def check_entry(entry: Entry, limit: int = 0, stored: Entry | None = None) -> No
     if content == "":
         raise _invalid(f"{key} has no content; use forget to remove an entry", "content")
     if not _valid_unicode(content):
-        raise _invalid(f"{key} content is not valid UTF-8; send text", "content")
+        raise _invalid(
+            f"{key} content is not valid UTF-8 (a lone surrogate at character "
+            f"{_bad_char_at(content)}); send text",
+            "content",
+        )
     meta = entry.meta
     if meta is not None:
         if not isinstance(meta, Mapping):
@@ -333,13 +360,22 @@ def check_entry(entry: Entry, limit: int = 0, stored: Entry | None = None) -> No
                     f"{key} meta {go_quote(k)} is a {type(v).__name__}, not text", "meta"
                 )
             if "\r" in v or "\n" in v:
-                raise _invalid(f"{key} meta {go_quote(k)} spans lines; a value is one line", "meta")
+                raise _invalid(
+                    f"{key} meta {go_quote(k)} spans lines; a value is one line, not {_shown(v)}",
+                    "meta",
+                )
             if v != v.strip():
                 raise _invalid(
-                    f"{key} meta {go_quote(k)} has leading or trailing space; trim it", "meta"
+                    f"{key} meta {go_quote(k)} has leading or trailing space ({_shown(v)}); "
+                    f"trim it to {_shown(v.strip())}",
+                    "meta",
                 )
             if not _valid_unicode(v):
-                raise _invalid(f"{key} meta {go_quote(k)} is not valid UTF-8; send text", "meta")
+                raise _invalid(
+                    f"{key} meta {go_quote(k)} is not valid UTF-8 (a lone surrogate at character "
+                    f"{_bad_char_at(v)}); send text",
+                    "meta",
+                )
             total += utf8_len(k) + utf8_len(v)
         if total > MAX_META_BYTES:
             raise _invalid(

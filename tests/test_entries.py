@@ -54,30 +54,43 @@ def test_hash_of_empty_content_is_the_sha256_of_nothing() -> None:
 
 # (entry, field, words the message must contain): one row per rule of go-contract 1.4.
 RULES = [
-    (Entry("User", "a", "x"), "scope", ['scope "User"', "kebab-case", "64 bytes", '"user"']),
-    (Entry("user", "A b", "x"), "name", ['name "A b"', "kebab-case", "64 bytes", '"a-b"']),
+    (
+        Entry("User", "a", "x"),
+        "scope",
+        ['scope "User"', "kebab-case", "64 bytes", '"user"', 'entry named "a"'],
+    ),
+    (
+        Entry("user", "A b", "x"),
+        "name",
+        ['name "A b"', "kebab-case", "64 bytes", '"a-b"', "in scope user"],
+    ),
     (Entry("user", "a", ""), "content", ["user/a", "no content", "use forget"]),
     (
         Entry("user", "a", b"x\xff".decode("utf-8", "surrogateescape")),
         "content",
-        ["user/a", "not valid UTF-8"],
+        ["user/a", "not valid UTF-8", "at character 1"],
     ),
     (Entry("user", "a", "x", {"Type": "y"}), "meta", ["user/a", 'meta key "Type"', '"type"']),
     (Entry("user", "a", "x", {"name": "y"}), "meta", ["user/a", 'meta key "name"', "reserved"]),
     (
         Entry("user", "a", "x", {"description": "a\nb"}),
         "meta",
-        ["user/a", '"description"', "spans lines", "one line"],
+        ["user/a", '"description"', "spans lines", "one line", 'not "a\\nb"'],
     ),
     (
         Entry("user", "a", "x", {"description": " a "}),
         "meta",
-        ["user/a", '"description"', "leading or trailing space", "trim"],
+        ["user/a", '"description"', "leading or trailing space", '(" a ")', 'trim it to "a"'],
+    ),
+    (
+        Entry("user", "a", "x", {"description": "d" * 60 + " "}),
+        "meta",
+        ['("' + "d" * 20 + "…" + "d" * 19 + ' ")', 'trim it to "' + "d" * 20 + "…"],
     ),
     (
         Entry("user", "a", "x", {"description": "d\udcff"}),
         "meta",
-        ["user/a", '"description"', "not valid UTF-8"],
+        ["user/a", '"description"', "not valid UTF-8", "at character 1"],
     ),
     (
         Entry("user", "a", "x", {"description": "d" * 1024}),
