@@ -19,9 +19,10 @@ variable ``AGENTMEMORY_PATH``, else ``platformdirs.user_data_dir("agentmemory")/
   ``agentmemory reindex --embedder NAME`` switches. ``agentmemory mcp`` chooses the same way.
 - Output is for people; ``--json`` prints JSON for programs (entries and journal records in the
   Go module's JSON forms, one per line where there are several).
-- Errors print one line, ``agentmemory: <what happened and what to do>``, on stderr and exit 1
-  (usage errors exit 2, as click does). Nothing is half-written: a write the store refuses
-  writes nothing, and ``import`` checks the whole file before it writes any of it.
+- Errors print one line, ``agentmemory: <what happened and what to do>``, on stderr and exit 1;
+  usage errors (a bad option or argument) print one line too, ending ``(see 'agentmemory
+  <command> --help')``, and exit 2, as click does. Nothing is half-written: a write the store
+  refuses writes nothing, and ``import`` checks the whole file before it writes any of it.
 - A write that reached the journal but whose vector update failed
   (:class:`~agentmemory.IndexWriteError`) is a success: the command prints its usual output
   (``--json`` included), one ``agentmemory: warning:`` line on stderr, and exits 0; the index
@@ -105,14 +106,52 @@ class CliError(click.ClickException):
         click.echo(f"agentmemory: {self.format_message()}", err=True)
 
 
+class _UsageError(click.UsageError):
+    """A usage error shown as one line on stderr, ``agentmemory: <click's message> (see
+    '<command> --help')``, instead of click's usage, hint and message; exit status 2."""
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        """Print the one line to stderr."""
+        where = self.ctx.command_path if self.ctx is not None else "agentmemory"
+        message = self.format_message()
+        for prefix in ("agentmemory: ", "agentmemory.tools: "):
+            message = message.removeprefix(prefix)
+        click.echo(f"agentmemory: {message} (see '{where} --help')", err=True)
+
+
+def _one_line_usage(exc: click.UsageError) -> click.UsageError:
+    """``exc`` as a :class:`_UsageError`; ``agentmemory`` alone still prints the help."""
+    if isinstance(exc, _UsageError | click.exceptions.NoArgsIsHelpError):
+        return exc
+    return _UsageError(exc.format_message(), exc.ctx)
+
+
 class _Group(click.Group):
-    """The top-level group: turns the library's errors into one-line :class:`CliError`\\ s."""
+    """The top-level group: turns the library's errors and click's usage errors into one line
+    each (:class:`CliError`, exit status 1; :class:`_UsageError`, exit status 2)."""
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        """Parse the group's own options; a usage error is one line (:class:`_UsageError`)."""
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.UsageError as exc:
+            raise _one_line_usage(exc) from None
 
     def invoke(self, ctx: click.Context) -> Any:
         """Run the subcommand; an :class:`~agentmemory.AgentMemoryError` or ``OSError`` it
-        raises becomes a :class:`CliError` (one line, exit status 1)."""
+        raises becomes a :class:`CliError` (one line, exit status 1), a usage error (a bad
+        option or argument, found while parsing or later) a :class:`_UsageError` (one line,
+        exit status 2)."""
         try:
             return super().invoke(ctx)
+        except click.UsageError as exc:
+            raise _one_line_usage(exc) from None
         except AgentMemoryError as exc:
             raise CliError(str(exc)) from None
         except BrokenPipeError:  # `agentmemory journal | head`: the reader has had enough

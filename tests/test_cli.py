@@ -133,6 +133,27 @@ def test_key_must_be_scope_slash_name(store_dir: Path) -> None:
     assert not store_dir.exists()
 
 
+def test_usage_errors_are_one_line_with_exit_status_2(store_dir: Path) -> None:
+    cases = [
+        (["get", "no-slash"], "'no-slash' is not SCOPE/NAME", "get --help')"),
+        (["search"], "Missing argument 'QUERY...'", "search --help')"),
+        (["render", "--scope", "user"], "No such option '--scope'", "render --help')"),
+        (["eval", "nope"], "'nope' is not one of 'locomo', 'scifact'", "eval --help')"),
+        (["--bogus"], "No such option '--bogus'", " --help')"),
+    ]
+    for args, *words in cases:  # CliRunner names the program "main", not "agentmemory"
+        r = run(args)
+        assert r.exit_code == 2, (args, r.stderr)
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1, r.stderr
+        assert lines[0].startswith("agentmemory: ") and "Usage:" not in lines[0]
+        for w in words:
+            assert w in lines[0], lines[0]
+    bare = run([])  # no command: click's help, as before
+    assert "Usage:" in bare.output and "Commands:" in bare.output
+    assert not store_dir.exists()
+
+
 def test_reads_refuse_a_folder_without_a_store(store_dir: Path) -> None:
     for args in (["list"], ["get", "user/a"], ["journal"], ["render", "user"], ["verify"]):
         one_error_line(cli(store_dir, *args), "no store at", str(store_dir))
