@@ -11,7 +11,7 @@ Rows (latency in ms, median and p95 over the queries):
 * ``vector ChromaStore``: ``ChromaStore.search_vector`` of a precomputed query vector (one
   collection per scope, no ``where`` filter).
 * ``hybrid ChromaStore``: ``ChromaStore.recall(mode="hybrid")``, BM25 and vector legs read to the
-  default depth (``recallers.DEFAULT_DEPTH`` times ``limit``) and fused by RRF. The query is embedded by the hashing embedder (about 0.02 ms, so the
+  default depth (``recallers.DEFAULT_DEPTH`` times ``limit``, as the leg rows are) and fused by RRF. The query is embedded by the hashing embedder (about 0.02 ms, so the
   figure is the search cost "query embedding excluded"); the real model's time per query is
   reported beside the table.
 * ``write+search <store>``: one ``put`` of a new entry (its hashing embedding, about 0.02 ms,
@@ -58,10 +58,11 @@ import numpy as np  # noqa: E402
 
 from agentmemory import ChromaStore, Entry, MemStore, SqliteStore  # noqa: E402
 from embedders import HashingEmbedder  # noqa: E402
-from recallers import DEFAULT_TOKENIZER, ExactVectorIndex, document_terms  # noqa: E402
+from recallers import DEFAULT_DEPTH, DEFAULT_TOKENIZER, ExactVectorIndex, document_terms  # noqa: E402
 
 SCOPE = "bench"
 LIMIT = 10
+LEG_LIMIT = DEFAULT_DEPTH * LIMIT  # what the hybrid asks each leg for
 FUNCTION_WORDS = "the a of to and in on for with my is was at it that this".split()  # noqa: SIM905
 
 
@@ -187,13 +188,13 @@ def bench_size(n: int, args: argparse.Namespace, work: Path) -> list[list[str]]:
     where = timed(where_search, len(q))
     plain = timed(plain_search, len(q))
     rows.append(row(n, "bm25 leg: MemStore (in-memory index)",
-                    timed(lambda i: mem.search_text(q[i], scopes=[SCOPE], limit=3 * LIMIT), len(q)),
+                    timed(lambda i: mem.search_text(q[i], scopes=[SCOPE], limit=LEG_LIMIT), len(q)),
                     statistics.median(okapi)))  # fmt: skip
     rows.append(row(n, "bm25 leg: SqliteStore (FTS5)",
-                    timed(lambda i: sql.search_text(q[i], scopes=[SCOPE], limit=3 * LIMIT), len(q)),
+                    timed(lambda i: sql.search_text(q[i], scopes=[SCOPE], limit=LEG_LIMIT), len(q)),
                     statistics.median(okapi)))  # fmt: skip
     rows.append(row(n, "vector leg: ChromaStore (collection per scope)",
-                    timed(lambda i: chroma.search_vector(qvecs[i], limit=3 * LIMIT, scopes=[SCOPE]),
+                    timed(lambda i: chroma.search_vector(qvecs[i], limit=LEG_LIMIT, scopes=[SCOPE]),
                           len(q)),
                     statistics.median(where)))  # fmt: skip
     hybrid = timed(
@@ -205,9 +206,9 @@ def bench_size(n: int, args: argparse.Namespace, work: Path) -> list[list[str]]:
     common = " ".join(w for w, _ in counts.most_common(5))
     reps = max(5, len(q) // 4)
     rows.append(row(n, "bm25 leg: MemStore, 5 most frequent words",
-                    timed(lambda i: mem.search_text(common, scopes=[SCOPE], limit=3 * LIMIT), reps)))  # fmt: skip
+                    timed(lambda i: mem.search_text(common, scopes=[SCOPE], limit=LEG_LIMIT), reps)))  # fmt: skip
     rows.append(row(n, "bm25 leg: SqliteStore, 5 most frequent words",
-                    timed(lambda i: sql.search_text(common, scopes=[SCOPE], limit=3 * LIMIT), reps)))  # fmt: skip
+                    timed(lambda i: sql.search_text(common, scopes=[SCOPE], limit=LEG_LIMIT), reps)))  # fmt: skip
     rows.append(row(n, "hybrid: ChromaStore.recall, 5 most frequent words",
                     timed(lambda i: chroma.recall(common, scopes=[SCOPE], limit=LIMIT), reps)))  # fmt: skip
     rows.append(row(n, "baseline: rank-bm25 BM25Okapi rebuilt per search", okapi))
