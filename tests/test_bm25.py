@@ -10,7 +10,6 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import os
 import random
 import sqlite3
 from collections import Counter
@@ -18,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import need_shared_data
 from hypothesis import given
 from hypothesis import strategies as st
 from rank_bm25 import BM25Okapi
@@ -32,16 +32,7 @@ from recallers import (
     document_terms,
 )
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 TOL = 1e-4  # absolute, on scores between about 0.5 and 30
-
-
-def _need_data(path: Path) -> Path:
-    if not path.exists():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{path} is missing; CI must provide ../shared/data")
-        pytest.skip(f"{path} is missing (the shared evaluation data sits beside the repo)")
-    return path
 
 
 def synthetic_corpus(n: int, seed: int = 7) -> list[Entry]:
@@ -68,7 +59,7 @@ def synthetic_queries(seed: int = 11) -> list[str]:
 
 
 def locomo_corpus() -> tuple[list[Entry], list[str]]:
-    conv = json.loads(_need_data(DATA / "locomo" / "locomo-dev.json").read_text())[0]
+    conv = json.loads(need_shared_data("locomo/locomo-dev.json").read_text())[0]
     entries = []
     for key, turns in conv["conversation"].items():
         if not key.startswith("session_") or not isinstance(turns, list):

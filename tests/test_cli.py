@@ -14,24 +14,19 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from conftest import need_shared_data
 
 from agentmemory import ChromaStore, Entry, SqliteStore
 from agentmemory.cli import main
 from agentmemory.journal import decode_change
 from embedders import HashingEmbedder
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 SCRIPT = Path(sys.executable).with_name("agentmemory")
 
 
 def locomo_file() -> Path:
     """../shared/data/locomo/locomo-dev.json, or a skip (a failure under CI=true)."""
-    path = DATA / "locomo" / "locomo-dev.json"
-    if not path.is_file():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI=true but the evaluation data is missing at {path}")
-        pytest.skip(f"LoCoMo data not found at {path} (../shared/data beside the repo)")
-    return path
+    return need_shared_data("locomo/locomo-dev.json")
 
 
 @pytest.fixture

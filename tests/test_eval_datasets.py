@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -23,17 +23,11 @@ from agentmemory.eval import (
     turn_entries,
 )
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-
 
 @pytest.fixture
-def data_dir() -> Path:
+def data_dir(shared_data: Callable[[str], Path]) -> Path:
     """../shared/data, or a skip (a failure under CI=true) when it is absent."""
-    if not DATA.is_dir():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI=true but the evaluation data is missing at {DATA}")
-        pytest.skip(f"evaluation data not found at {DATA} (../shared/data beside the repo)")
-    return DATA
+    return shared_data("")
 
 
 # --- small hand-made files -------------------------------------------------------------------

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -11,17 +11,11 @@ import pytest
 from agentmemory.eval import TurnFormat
 from agentmemory.eval.runner import EvalResult, evaluate, evaluate_beir, evaluate_locomo
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-
 
 @pytest.fixture
-def data_dir() -> Path:
+def data_dir(shared_data: Callable[[str], Path]) -> Path:
     """../shared/data, or a skip (a failure under CI=true) when it is absent."""
-    if not DATA.is_dir():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI=true but the evaluation data is missing at {DATA}")
-        pytest.skip(f"evaluation data not found at {DATA} (../shared/data beside the repo)")
-    return DATA
+    return shared_data("")
 
 
 def _tiny_beir(folder: Path) -> Path:

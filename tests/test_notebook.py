@@ -6,28 +6,18 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+from conftest import need_shared_data
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK = REPO / "notebooks" / "recall_quality.ipynb"
 BUILDER = REPO / "notebooks" / "build_recall_quality.py"
-DATA = REPO.parent / "shared" / "data"
 KERNEL = "agentmemory-test"
-
-
-def need(path: Path) -> Path:
-    """``path`` under ../shared/data, or a skip (a failure under CI=true) when it is absent."""
-    if not path.exists():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI=true but the evaluation data is missing at {path}")
-        pytest.skip(f"evaluation data not found at {path} (../shared/data beside the repo)")
-    return path
 
 
 def builder() -> ModuleType:
@@ -87,7 +77,7 @@ def images(cells: list[Any]) -> int:
 
 @pytest.mark.slow
 def test_notebook_runs_on_a_locomo_slice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    data = need(DATA / "locomo" / "locomo-dev.json")
+    data = need_shared_data("locomo/locomo-dev.json")
     cells = execute(tmp_path, monkeypatch, DATA=str(data), SLICE="1", QUESTIONS="30")
     out = text_of(cells)
     assert "locomo: 30 queries, 1 store(s), embedder sentence-transformers:all-MiniLM-L6-v2" in out
@@ -100,7 +90,7 @@ def test_notebook_runs_on_a_locomo_slice(tmp_path: Path, monkeypatch: pytest.Mon
 
 
 def test_notebook_runs_on_a_scifact_slice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    folder = need(DATA / "scifact")
+    folder = need_shared_data("scifact")
     cells = execute(
         tmp_path, monkeypatch, DATASET="scifact", DATA=str(folder), SLICE="10", EMBEDDER="hashing"
     )
