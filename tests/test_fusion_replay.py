@@ -3,26 +3,21 @@ the replay of the default setting must give exactly what ``store.recall`` return
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-DATA = REPO.parent / "shared" / "data"
 SCRIPT = REPO / "benchmarks" / "fusion_replay.py"
 
 
 @pytest.fixture
-def data_dir() -> Path:
+def data_dir(shared_data: Callable[[str], Path]) -> Path:
     """../shared/data, or a skip (a failure under CI=true) when it is absent."""
-    if not DATA.is_dir():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI=true but the evaluation data is missing at {DATA}")
-        pytest.skip(f"evaluation data not found at {DATA} (../shared/data beside the repo)")
-    return DATA
+    return shared_data("")
 
 
 def _rows(text: str, first_cell: str) -> list[list[str]]:
