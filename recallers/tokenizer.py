@@ -4,7 +4,8 @@
 
 1. Unicode NFKC normalisation of the whole text (full-width ``ＡＢＣ`` becomes ``ABC``, half-width
    ``ｼﾘﾄﾘ`` becomes ``シリトリ``, the ligature ``ﬁ`` becomes ``fi``).
-2. Splitting on white space and punctuation. A *chunk* is a run of letters, digits and marks,
+2. Splitting on white space and punctuation. A *chunk* is a run of letters, digits and
+   combining marks (a mark never starts one),
    possibly joined by the connectors ``_ - . '`` (and ``’``, read as ``'``): ``FOO_BAR_BAZ``,
    ``kebab-case-name``, ``file.py``, ``don't``, ``BENCH-100821``.
 3. Runs of CJK characters (Han, Hiragana, Katakana, Hangul) become overlapping character bigrams
@@ -37,7 +38,9 @@ above changes for some text.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import itertools
 import re
 import threading
 import unicodedata
@@ -54,9 +57,10 @@ __all__ = [
     "tokenize",
 ]
 
-TOKENIZER_VERSION = "am-tok-2"
+TOKENIZER_VERSION = "am-tok-3"
 """Version of the splitting rules (steps 1 to 5 of the module docstring). Part of
 :attr:`Tokenizer.version`, which a lexical index records to know when to rebuild itself.
+``am-tok-3``: combining marks stay inside their word (``हिन्दी`` is one term, not three);
 ``am-tok-2``: the default tokenizer stems (English Snowball); ``am-tok-1`` did not."""
 
 ENGLISH_STOPWORDS: frozenset[str] = frozenset(
@@ -87,10 +91,29 @@ _CJK = (
     "\U00020000-\U0002fa1f"
 )
 _CONNECTORS = "_\\-.'"
-# A CJK run, or a chunk: word characters other than "_" and CJK, joined by connectors.
-_WORD = rf"[^\W_{_CJK}]"
-_SCAN = re.compile(rf"(?P<cjk>[{_CJK}]+)|(?P<chunk>{_WORD}+(?:[{_CONNECTORS}]+{_WORD}+)*)")
 _SPLIT = re.compile(rf"[{_CONNECTORS}]+")
+
+
+def _mark_class() -> str:
+    """A regex class body of every combining mark (Unicode categories Mn, Mc, Me): the vowel
+    signs and viramas of Indic scripts, Arabic harakat, accents NFKC cannot compose. Python's
+    ``\\w`` leaves them out, so without them ``हिन्दी`` would split into its consonants."""
+    ranges: list[tuple[int, int]] = []
+    for cp in itertools.chain(range(0x20000), range(0xE0100, 0xE01F0)):
+        if unicodedata.category(chr(cp))[0] == "M":
+            if ranges and ranges[-1][1] == cp - 1:
+                ranges[-1] = (ranges[-1][0], cp)
+            else:
+                ranges.append((cp, cp))
+    return "".join(f"\\U{a:08x}" if a == b else f"\\U{a:08x}-\\U{b:08x}" for a, b in ranges)
+
+
+@functools.cache
+def _scan() -> re.Pattern[str]:
+    """The scanner: a CJK run, or a chunk: word characters other than ``_`` and CJK, each
+    followed by any combining marks, joined by connectors. Built on first use (about 20 ms)."""
+    word = rf"[^\W_{_CJK}]+[{_mark_class()}]*"
+    return re.compile(rf"(?P<cjk>[{_CJK}]+)|(?P<chunk>(?:{word})+(?:[{_CONNECTORS}]+(?:{word})+)*)")
 
 
 def _camel_parts(part: str) -> list[str]:
@@ -216,7 +239,7 @@ class Tokenizer:
         stem = self.stemmer is not None
         terms: list[str] = []
         stemmable: list[int] = []
-        for m in _SCAN.finditer(text):
+        for m in _scan().finditer(text):
             run = m.group("cjk")
             if run is not None:
                 terms.extend(_cjk_terms(run))

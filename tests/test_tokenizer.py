@@ -179,3 +179,18 @@ def test_any_text_gives_terms_an_fts5_index_can_store(text: str) -> None:
     assert all(isinstance(t, str) and t for t in terms)
     assert all(not any(c.isspace() for c in t) and '"' not in t for t in terms)
     assert all(t == t.casefold() for t in terms if t.isascii())
+
+
+@pytest.mark.parametrize(
+    ("text", "terms"),
+    [
+        # Devanagari vowel signs and virama are combining marks (Mc/Mn): the words stay whole.
+        ("हिन्दी भाषा", ["हिन्दी", "भाषा"]),
+        # Arabic with harakat (Mn) is one word, not its consonants one by one.
+        ("مُحَمَّد", ["مُحَمَّد"]),
+        # A combining accent NFKC cannot compose onto its letter stays inside the word.
+        ("x\u0301y", ["x\u0301y"]),
+    ],
+)
+def test_combining_marks_stay_inside_their_word(text: str, terms: list[str]) -> None:
+    assert PLAIN(text) == terms
