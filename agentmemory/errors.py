@@ -23,6 +23,7 @@ __all__ = [
     "AgentMemoryError",
     "BudgetError",
     "ConflictError",
+    "DataFormatError",
     "DataNotFoundError",
     "DownloadError",
     "EmbedderMismatchError",
@@ -293,6 +294,20 @@ class DataNotFoundError(AgentMemoryError, FileNotFoundError):
             f"give its folder with --data, or fetch the public file ({url}) into the cache "
             "with --download"
         )
+
+
+class DataFormatError(AgentMemoryError, ValueError):
+    """An evaluation data file that is not in its public schema (LoCoMo's ``locomo10.json``, a
+    BEIR ``corpus.jsonl``/``queries.jsonl``/``qrels/*.tsv``): not JSON, a row without its id, a
+    qrels line without a score. The message names the file and the line or sample.
+
+    Attributes:
+        path: the file (or, for a LoCoMo sample, the file it came from when known, else ``""``).
+    """
+
+    def __init__(self, message: str, *, path: str = "") -> None:
+        self.path = path
+        super().__init__(message)
 
 
 class DownloadError(AgentMemoryError, OSError):

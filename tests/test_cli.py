@@ -712,6 +712,22 @@ def test_eval_without_data_says_where_to_get_it(tmp_path: Path) -> None:
     one_error_line(r, "scifact", "--download", "https://")
 
 
+def test_malformed_eval_data_is_one_line(tmp_path: Path) -> None:
+    """A data file not in its public schema is one line naming the file, not a traceback."""
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    for command in (["eval", "locomo", "--no-progress"], ["demo"]):
+        r = run([*command, "--data", str(bad), "--embedder", "hashing"])
+        one_error_line(r, "bad.json", "is not JSON")
+    beir = tmp_path / "sf"
+    (beir / "qrels").mkdir(parents=True)
+    (beir / "corpus.jsonl").write_text('{"_id": "d1", "title": "t", "text": "x"}\n')
+    (beir / "queries.jsonl").write_text('{"_id": "q1", "text": "x"}\n')
+    (beir / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\n")
+    r = run(["eval", "scifact", "--data", str(beir), "--no-progress", "--embedder", "hashing"])
+    one_error_line(r, "test.tsv", "line 2")
+
+
 def test_demo_walks_through_memory_search(tmp_path: Path) -> None:
     data = locomo_file()
     keep = tmp_path / "demo-store"

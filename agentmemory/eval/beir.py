@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..entries import MAX_NAME_BYTES, Entry, valid_name
+from ..errors import DataFormatError
 
 __all__ = [
     "BEIR_MAX_ENTRY_BYTES",
@@ -173,9 +174,13 @@ def _jsonl(path: Path) -> Iterator[dict[str, Any]]:
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise ValueError(f"{path} line {number} is not JSON: {exc}") from None
+                raise DataFormatError(
+                    f"{path} line {number} is not JSON: {exc}", path=str(path)
+                ) from None
             if not isinstance(row, dict) or "_id" not in row:
-                raise ValueError(f"{path} line {number} has no _id; not a BEIR file")
+                raise DataFormatError(
+                    f"{path} line {number} has no _id; not a BEIR file", path=str(path)
+                )
             yield row
 
 
@@ -185,7 +190,8 @@ def load_beir(folder: str | Path, *, split: str = "test") -> BeirDataset:
 
     Returns the documents, the judged queries (score > 0; at least one relevant document the
     corpus holds) and a :class:`BeirReport`. Raises ``FileNotFoundError`` naming a missing file and
-    ``ValueError`` naming the file and line of a malformed row.
+    :class:`~agentmemory.DataFormatError` (a ``ValueError``) naming the file and line of a
+    malformed row.
     """
     folder = Path(folder)
     corpus_path = folder / "corpus.jsonl"
@@ -218,13 +224,17 @@ def load_beir(folder: str | Path, *, split: str = "test") -> BeirDataset:
             if not row or (number == 1 and not row[-1].strip().lstrip("-").isdigit()):
                 continue  # blank line, or the header
             if len(row) < 3:
-                raise ValueError(f"{qrels_path} line {number}: want query-id, corpus-id, score")
+                raise DataFormatError(
+                    f"{qrels_path} line {number}: want query-id, corpus-id, score",
+                    path=str(qrels_path),
+                )
             qid, doc_id, score = row[0].strip(), row[1].strip(), row[2].strip()
             try:
                 value = int(float(score))
             except ValueError:
-                raise ValueError(
-                    f"{qrels_path} line {number}: score {score!r} is no number"
+                raise DataFormatError(
+                    f"{qrels_path} line {number}: score {score!r} is no number",
+                    path=str(qrels_path),
                 ) from None
             if value <= 0:
                 report.judgements_not_relevant += 1

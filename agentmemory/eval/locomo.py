@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..entries import Entry, valid_name
+from ..errors import DataFormatError
 
 __all__ = [
     "CATEGORY_NAMES",
@@ -80,7 +81,7 @@ def dia_id_name(dia_id: str) -> str:
     made single hyphens). Raises ``ValueError`` when nothing kebab-case is left."""
     name = re.sub(r"[^a-z0-9]+", "-", dia_id.lower()).strip("-")
     if not valid_name(name):
-        raise ValueError(f"dialog id {dia_id!r} gives no kebab-case entry name ({name!r})")
+        raise DataFormatError(f"dialog id {dia_id!r} gives no kebab-case entry name ({name!r})")
     return name
 
 
@@ -279,7 +280,7 @@ def _turns(sample_id: str, conversation: Mapping[str, Any]) -> list[LocomoTurn]:
             dia_id = str(raw["dia_id"]).strip()
             name = dia_id_name(dia_id)
             if name in seen:
-                raise ValueError(
+                raise DataFormatError(
                     f"LoCoMo {sample_id}: dialog ids {seen[name]!r} and {dia_id!r} give the same "
                     f"entry name {name!r}; the file is not in the locomo10.json schema"
                 )
@@ -311,21 +312,23 @@ def load_locomo(
     docstring). Evidence ids are normalised with :func:`normalise_evidence` and checked against the
     conversation's turns; questions left without evidence are skipped and counted in the report.
 
-    Raises ``OSError`` when the file cannot be read, ``ValueError`` when it is not JSON in that
-    schema (a list of samples with ``sample_id``, ``conversation`` and ``qa``), naming the file.
+    Raises ``OSError`` when the file cannot be read, :class:`~agentmemory.DataFormatError` (a
+    ``ValueError``) when it is not JSON in that schema (a list of samples with ``sample_id``,
+    ``conversation`` and ``qa``), naming the file.
     """
     path = Path(path)
     raw_bytes = path.read_bytes()
     try:
         data = json.loads(raw_bytes)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"LoCoMo file {path} is not JSON: {exc}") from None
+        raise DataFormatError(f"LoCoMo file {path} is not JSON: {exc}", path=str(path)) from None
     if not isinstance(data, list) or not all(
         isinstance(s, dict) and {"sample_id", "conversation", "qa"} <= s.keys() for s in data
     ):
-        raise ValueError(
+        raise DataFormatError(
             f"LoCoMo file {path} is not in the locomo10.json schema: expected a list of samples "
-            "with sample_id, conversation and qa"
+            "with sample_id, conversation and qa",
+            path=str(path),
         )
     wanted = None if categories is None else set(categories)
     report = LoadReport()
