@@ -719,6 +719,10 @@ def test_malformed_eval_data_is_one_line(tmp_path: Path) -> None:
     for command in (["eval", "locomo", "--no-progress"], ["demo"]):
         r = run([*command, "--data", str(bad), "--embedder", "hashing"])
         one_error_line(r, "bad.json", "is not JSON")
+    empty = tmp_path / "empty.json"
+    empty.write_text("[]")
+    r = run(["eval", "locomo", "--no-progress", "--data", str(empty), "--embedder", "hashing"])
+    one_error_line(r, "empty.json", "no conversations")
     beir = tmp_path / "sf"
     (beir / "qrels").mkdir(parents=True)
     (beir / "corpus.jsonl").write_text('{"_id": "d1", "title": "t", "text": "x"}\n')

@@ -322,12 +322,14 @@ def load_locomo(
         data = json.loads(raw_bytes)
     except json.JSONDecodeError as exc:
         raise DataFormatError(f"LoCoMo file {path} is not JSON: {exc}", path=str(path)) from None
+    if data == []:
+        raise DataFormatError(f"LoCoMo file {path} holds no conversations", path=str(path))
     if not isinstance(data, list) or not all(
         isinstance(s, dict) and {"sample_id", "conversation", "qa"} <= s.keys() for s in data
     ):
         raise DataFormatError(
-            f"LoCoMo file {path} is not in the locomo10.json schema: expected a list of samples "
-            "with sample_id, conversation and qa",
+            f"LoCoMo file {path} is not in the locomo10.json schema: expected a list of "
+            "samples with sample_id, conversation and qa",
             path=str(path),
         )
     wanted = None if categories is None else set(categories)
