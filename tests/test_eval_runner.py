@@ -221,3 +221,38 @@ def test_locomo_slice_with_the_real_model(data_dir: Path, tmp_path: Path) -> Non
     # The first question asks when Jon lost his job as a banker; the model finds that turn.
     assert "d1-2" in result.queries[0].rankings["vector"][:5]
     assert result.summary["vector"]["recall@10"] > 0.2
+
+
+def _prefixed_chroma(folder: Path, embedder: object, max_entry_bytes: int) -> object:
+    """A custom store factory: a ChromaStore with its own collection prefix."""
+    from agentmemory import ChromaStore
+
+    return ChromaStore.open(
+        folder,
+        embedder=embedder,  # type: ignore[arg-type]
+        max_entry_bytes=max_entry_bytes,
+        collection_prefix="custom",
+    )
+
+
+def test_a_custom_store_factory_never_reuses_stores_the_default_built(tmp_path: Path) -> None:
+    data = _tiny_beir(tmp_path / "tiny")
+    cache = tmp_path / "cache"
+
+    def run(**kwargs: object) -> EvalResult:
+        return evaluate_beir(
+            data=data,
+            dataset="tiny",
+            methods=["bm25"],
+            embedder="hashing",
+            store_cache=cache,
+            progress=False,
+            **kwargs,  # type: ignore[arg-type]
+        )
+
+    default = run()
+    custom = run(store_factory=_prefixed_chroma)
+    assert custom.stores[0]["reused"] is False, "a store built by another factory was reused"
+    assert custom.stores[0]["path"] != default.stores[0]["path"]
+    assert run(store_factory=_prefixed_chroma).stores[0]["reused"] is True
+    assert run().stores[0]["reused"] is True, "the default factory's key changed"

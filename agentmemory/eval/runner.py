@@ -388,8 +388,17 @@ def _open_chroma(folder: Path, embedder: Embedder, max_entry_bytes: int) -> Any:
     return ChromaStore.open(folder, embedder=embedder, max_entry_bytes=max_entry_bytes)
 
 
-def _cache_key(parts: Mapping[str, Any]) -> str:
-    text = json.dumps({"version": STORE_CACHE_VERSION, **parts}, sort_keys=True)
+def _cache_key(parts: Mapping[str, Any], store_factory: StoreFactory | None = None) -> str:
+    """The cached-store folder's key: a digest of what shaped the stores. A custom
+    ``store_factory`` joins the key by its qualified name (the default leaves it out, so existing
+    caches keep their keys), so stores another factory built are never reused."""
+    named = dict(parts)
+    if store_factory is not None:
+        named["store_factory"] = (
+            f"{getattr(store_factory, '__module__', '')}."
+            f"{getattr(store_factory, '__qualname__', type(store_factory).__qualname__)}"
+        )
+    text = json.dumps({"version": STORE_CACHE_VERSION, **named}, sort_keys=True)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
@@ -595,7 +604,8 @@ def evaluate_locomo(
             "embedder": fingerprint,
             "turn_format": fmt.key(),
             "max_entry_bytes": max_entry_bytes,
-        }
+        },
+        store_factory,
     )
     root = Path(store_cache) if store_cache is not None else cache_dir() / "stores"
     base = root / f"locomo-{key}"
@@ -717,7 +727,8 @@ def evaluate_beir(
             "embedder": fingerprint,
             "scope": scope,
             "max_entry_bytes": max_entry_bytes,
-        }
+        },
+        store_factory,
     )
     root = Path(store_cache) if store_cache is not None else cache_dir() / "stores"
     folder = root / f"{scope}-{key}"
