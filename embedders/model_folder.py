@@ -14,6 +14,7 @@ from typing import Any
 __all__ = [
     "PACKAGED_MODEL_NAME",
     "ModelFolder",
+    "check_run_options",
     "packaged_model_path",
     "read_model_folder",
     "resolve_model",
@@ -33,6 +34,17 @@ _CHUNK_BYTES = 1 << 20
 
 _digest_lock = threading.Lock()
 _digest_cache: dict[tuple[str, tuple[tuple[str, int, int], ...]], str] = {}
+
+
+def check_run_options(**options: int | None) -> None:
+    """Raise ``ValueError`` naming the option and its value when one given (not ``None``) is under 1.
+
+    For the run options both model runtimes take: ``batch_size`` (texts per forward pass),
+    ``threads`` (intra-op threads) and ``max_seq_length`` (word pieces read per text).
+    """
+    for label, value in options.items():
+        if value is not None and value < 1:
+            raise ValueError(f"{label} is {value}; it must be at least 1")
 
 
 def packaged_model_path() -> Path:

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .model_folder import read_model_folder, resolve_model, weights_digest
+from .model_folder import check_run_options, read_model_folder, resolve_model, weights_digest
 from .protocol import l2_normalize
 
 __all__ = ["DEFAULT_BATCH_SIZE", "DEFAULT_THREADS", "SentenceTransformerEmbedder"]
@@ -59,13 +59,7 @@ class SentenceTransformerEmbedder:
         batch_size: int = DEFAULT_BATCH_SIZE,
         max_seq_length: int | None = None,
     ) -> None:
-        for label, value in (
-            ("batch_size", batch_size),
-            ("threads", threads),
-            ("max_seq_length", max_seq_length),
-        ):
-            if value is not None and value < 1:
-                raise ValueError(f"{label} is {value}; it must be at least 1")
+        check_run_options(batch_size=batch_size, threads=threads, max_seq_length=max_seq_length)
         self._model_name, self._folder = resolve_model(model)
         self._device = device
         self._threads = DEFAULT_THREADS if threads is None else threads

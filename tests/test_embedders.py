@@ -519,3 +519,10 @@ def test_weights_digest_covers_every_weight_file(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     with pytest.raises(FileNotFoundError, match="no weight file"):
         embedders.weights_digest(tmp_path / "empty")
+
+
+@pytest.mark.parametrize("cls", [SentenceTransformerEmbedder, OnnxEmbedder])
+@pytest.mark.parametrize("option", ["batch_size", "threads", "max_seq_length"])
+def test_run_options_under_one_are_refused_by_name(cls: type, option: str) -> None:
+    with pytest.raises(ValueError, match=f"^{option} is 0; it must be at least 1$"):
+        cls(**{option: 0})
