@@ -714,8 +714,8 @@ def search_command(
         legs = []
         for leg in ("bm25", "vector"):
             s = h.legs.get(leg)
-            legs.append(f"{leg} #{s.rank} {s.score:.3f}" if s is not None else f"{leg} -")
-        click.echo(f"{rank:>2}. {h.entry.key}  score {h.score:.4f}  ({', '.join(legs)})")
+            legs.append(f"{leg} #{s.rank} {s.score:.4g}" if s is not None else f"{leg} -")
+        click.echo(f"{rank:>2}. {h.entry.key}  score {h.score:.4g}  ({', '.join(legs)})")
         body = h.entry.content.rstrip("\n") if full else _one_line(h.entry.content, _SHOW_CHARS)
         click.echo("    " + body.replace("\n", "\n    "))
 

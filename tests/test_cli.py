@@ -187,6 +187,17 @@ def fill(store_dir: Path) -> None:
         )
 
 
+def test_search_shows_a_tiny_score_as_tiny_not_zero(store_dir: Path) -> None:
+    """In a two-entry scope a word in one entry has BM25 idf log(1.5 / 1.5) = 0, floored to 1e-6
+    (recallers.IDF_FLOOR): the score is small but not zero, and the line says so."""
+    with ChromaStore.open(store_dir, embedder=HashingEmbedder()) as store:
+        store.put(Entry(scope="user", name="tz", content="Europe/London"))
+        store.put(Entry(scope="user", name="editor", content="Neovim, dark theme"))
+    line = cli(store_dir, "search", "london", "--mode", "bm25").stdout.splitlines()[1]
+    assert line.startswith(" 1. user/tz  score ")
+    assert "0.000" not in line and "e-06" in line, line
+
+
 def test_search_shows_rank_score_and_legs(store_dir: Path) -> None:
     fill(store_dir)
     out = cli(store_dir, "search", "cat", "mat").stdout.splitlines()
