@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chroma_store_cases import CASES, DIM, Backend, embed, keys
+from chroma_store_cases import CASES, DIM, Backend, embed, indexed_cosine, keys
 
 from agentmemory import ChromaStore, Entry, Store
 from agentmemory.folder_lock import LOCK_FILE_NAME
@@ -221,5 +221,7 @@ def test_several_processes_write_one_store_through_the_server(
         report = st.verify()
         assert report.ok, report
         assert report.live == 1 + 2 * 80 + 4
-        hits = st.search_vector(embed("process q note 7 wordqx7"), limit=1, scopes=["user"])
-        assert keys(hits) == ["user/q-n7"] and hits[0][1] > 0.999
+        for me in ("p", "q"):
+            for i in (0, 79):
+                text = f"process {me} note {i} word{me}x{i}"
+                assert indexed_cosine(st, f"user/{me}-n{i}", text) > 0.999
