@@ -734,6 +734,12 @@ def test_malformed_eval_data_is_one_line(tmp_path: Path) -> None:
     empty.write_text("[]")
     r = run(["eval", "locomo", "--no-progress", "--data", str(empty), "--embedder", "hashing"])
     one_error_line(r, "empty.json", "no conversations")
+    no_id = tmp_path / "no-id.json"
+    turn = {"speaker": "A", "text": "hello"}
+    sample = {"sample_id": "c1", "conversation": {"session_1": [turn]}, "qa": []}
+    no_id.write_text(json.dumps([sample]))
+    r = run(["eval", "locomo", "--no-progress", "--data", str(no_id), "--embedder", "hashing"])
+    one_error_line(r, "no-id.json", "turn 0 of session_1 has no dia_id")
     beir = tmp_path / "sf"
     (beir / "qrels").mkdir(parents=True)
     (beir / "corpus.jsonl").write_text('{"_id": "d1", "title": "t", "text": "x"}\n')

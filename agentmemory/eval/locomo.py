@@ -276,7 +276,12 @@ def _turns(sample_id: str, conversation: Mapping[str, Any]) -> list[LocomoTurn]:
     seen: dict[str, str] = {}
     for number, key in sessions:
         date_time = str(conversation.get(f"{key}_date_time") or "").strip()
-        for raw in conversation[key]:
+        for position, raw in enumerate(conversation[key]):
+            if not isinstance(raw, dict) or not str(raw.get("dia_id") or "").strip():
+                raise DataFormatError(
+                    f"LoCoMo {sample_id}: turn {position} of {key} has no dia_id; the file is "
+                    "not in the locomo10.json schema (each turn needs dia_id, speaker and text)"
+                )
             dia_id = str(raw["dia_id"]).strip()
             name = dia_id_name(dia_id)
             if name in seen:
@@ -339,7 +344,10 @@ def load_locomo(
     for sample in samples:
         sample_id = str(sample["sample_id"])
         conv = sample["conversation"]
-        turns = _turns(sample_id, conv)
+        try:
+            turns = _turns(sample_id, conv)
+        except DataFormatError as exc:
+            raise DataFormatError(f"LoCoMo file {path}: {exc}", path=str(path)) from None
         by_id = {t.dia_id: t for t in turns}
         # The file's own ids may carry leading zeros too; index them under the canonical form.
         for t in turns:
