@@ -14,7 +14,7 @@ content hash) and ``text_hash`` (:func:`content_hash` of :func:`embedding_text`,
 cosine space; our embedder's vectors are always passed in (Chroma's default embedding function
 downloads a model and is never used). Each scope has its own collection, ``<prefix>_<scope>``:
 Chroma's ``where`` filter costs 350 to 520 ms per query at 100k entries here against about 5 ms
-unfiltered (reference/measured-here.md), so scoping by collection keeps queries fast. A scope
+unfiltered (docs/storage.md#one-collection-per-scope), so scoping by collection keeps queries fast. A scope
 never contains ``_``, so the name splits back into prefix and scope unambiguously, and several
 stores with different prefixes can share one Chroma server.
 

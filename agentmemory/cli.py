@@ -1191,7 +1191,7 @@ def _eval_data(dataset: str, data: Path | None, download: bool) -> Path:
     "--data",
     type=click.Path(path_type=Path),
     default=None,
-    help="The data file or folder (default: ../shared/data beside the repository, then the cache).",
+    help="The data file or folder (default: shared/data next to the repository, then the cache).",
 )
 @click.option(
     "--download", is_flag=True, help="Fetch the public data into the cache when it is not found."
@@ -1273,7 +1273,7 @@ def eval_command(
     type=click.Path(path_type=Path),
     default=None,
     help="The LoCoMo file, or a folder holding it (default: "
-    "../shared/data/locomo/locomo-dev.json beside the repository, then the cache).",
+    "shared/data/locomo/locomo-dev.json next to the repository, then the cache).",
 )
 @click.option(
     "--download",

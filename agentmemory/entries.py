@@ -3,7 +3,7 @@
 An :class:`Entry` is one remembered thing: a kebab-case ``name`` unique within a ``scope``, Markdown
 ``content`` bounded by the store's ``max_entry_bytes``, and optional ``meta``. A :class:`Change` is
 one journal record. :func:`check_entry` is the one validation every write path calls, in the order of
-reference/go-contract.md section 1.4 (first failure wins). :func:`content_hash` is the one hash the
+docs/contract.md#the-order-of-checks-in-put (first failure wins). :func:`content_hash` is the one hash the
 journal, the manifest and the vector index share.
 """
 
@@ -309,7 +309,7 @@ def _bad_char_at(text: str) -> int:
 def check_entry(entry: Entry, limit: int = 0, stored: Entry | None = None) -> None:
     """Raise if a store must refuse ``entry``; return ``None`` if it may be written.
 
-    The rules, in this order (the first failure wins; reference/go-contract.md 1.4):
+    The rules, in this order (the first failure wins; docs/contract.md#the-order-of-checks-in-put):
 
     1. ``scope`` kebab-case, 2. ``name`` kebab-case, 3. ``content`` non-empty, 4. ``content``
        valid Unicode (no lone surrogates), 5. each meta key kebab-case, 6. no reserved key
@@ -392,7 +392,7 @@ def check_entry(entry: Entry, limit: int = 0, stored: Entry | None = None) -> No
 
 
 def matches(entry: Entry, query: str) -> bool:
-    """The reference search predicate (reference/go-contract.md 1.9).
+    """The reference search predicate (docs/contract.md#the-reference-search-predicate).
 
     True when every white-space separated word of ``query``, lowercased, is a substring of the
     lowercased ``name + "\\n" + meta values joined by "\\n" + "\\n" + content``. Meta keys are not

@@ -6,7 +6,7 @@ text reaches people and, through the tools, the model. Where a builtin fits, the
 from it (``KeyError`` for a missing entry, ``ValueError`` for bad input, ``TimeoutError`` for a held
 lock), so ``except ValueError`` keeps working for callers that know nothing of this library.
 
-The wording follows the Go module the contract comes from (reference/go-contract.md section 1.5).
+The wording follows the Go module the contract comes from (docs/contract.md#errors).
 """
 
 from __future__ import annotations
@@ -149,7 +149,7 @@ class ManifestBaseError(AgentMemoryError, ValueError):
 class ManifestRecordError(AgentMemoryError, ValueError):
     """A manifest record that cannot be read or folded: not JSON, a member of the wrong type, or a
     delta whose operations do not fit the manifest it is based on, or whose result does not hash as
-    it says. Messages follow the Go module (reference/go-contract.md section 4): they start
+    it says. Messages follow the Go module (docs/contract.md#applying-a-record): they start
     ``agentmemory: manifest record:``, ``agentmemory: manifest delta:`` or ``agentmemory: manifest
     delta entries|omitted: element <i> ...``. The manifest in force is unchanged.
     """

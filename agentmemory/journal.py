@@ -1,7 +1,7 @@
 """The journal record's wire form, and lost-update detection.
 
 A :class:`~agentmemory.entries.Change` is stored as the compact JSON line the Go module writes
-(reference/go-contract.md 1.1): members in Go's order, times in RFC 3339 with nanosecond precision
+(docs/contract.md#the-wire-line-encoding): members in Go's order, times in RFC 3339 with nanosecond precision
 trimmed, ``<``, ``>``, ``&``, U+2028 and U+2029 escaped, other non-ASCII raw, empty optional members
 omitted. So a journal can be dumped to a ``journal.jsonl`` the Go file store reads.
 """
@@ -126,7 +126,7 @@ class _HasJournal(Protocol):
 
 def lost_updates(store: _HasJournal, after: int = 0) -> list[LostUpdate]:
     """Return, in journal order, the records of ``store`` with ``seq > after`` whose ``prev`` is not
-    the state the journal left for that entry (reference/go-contract.md 1.11).
+    the state the journal left for that entry (docs/contract.md#lost-updates).
 
     With ``after > 0`` the first record seen for an entry has no predecessor in the window and is
     never reported. A store whose writers all anchor their writes (``if_hash`` or ``based_on``)

@@ -7,7 +7,7 @@ record (:meth:`Manifest.record`) or as a delta on the manifest recorded before
 (:meth:`Manifest.record_since`); a reader folds the records with :func:`apply_manifest_record` or,
 where several agents record into one session, with a :class:`ManifestFold`.
 
-Everything here follows reference/go-contract.md section 4 byte for byte: the hash text, the JSON
+Everything here follows docs/contract.md#manifests byte for byte: the hash text, the JSON
 (Go's ``encoding/json``: members in struct order, compact, ``<>&`` escaped) and the delta's keep runs,
 so a session recorded by the Go module reads here and the other way round.
 """
@@ -49,7 +49,7 @@ A product writes it, never :func:`agentmemory.render`: on a turn where it had no
 :class:`~agentmemory.BudgetError`) it records a manifest with every entry under ``omitted`` with this
 reason and none under ``entries``, so a reader tells a block dropped whole from a block that held
 nothing because the store held nothing. The string is ``"block"``, as the Go module's documentation
-gives it (reference/go-contract.md section 4 left the value open); it differs from
+gives it (docs/contract.md#omission-reasons); it differs from
 :data:`OMIT_BUDGET` and from ``""``, so such a manifest hashes apart from both.
 """
 
@@ -186,7 +186,8 @@ def _index(entries: Iterable[ManifestEntry]) -> dict[tuple[str, str], int] | Non
 def _diff(
     prev: tuple[ManifestEntry, ...], nxt: tuple[ManifestEntry, ...]
 ) -> list[dict[str, Any]] | None:
-    """``nxt`` as ops on ``prev`` (reference/go-contract.md section 4); ``None`` on a repeat."""
+    """``nxt`` as ops on ``prev`` (docs/contract.md#whole-records-and-deltas); ``None`` on a
+    repeat."""
     at = _index(prev)
     if at is None or _index(nxt) is None:
         return None

@@ -1,7 +1,7 @@
 """Render: the bounded block of memory the model reads, byte for byte as the Go module writes it.
 
 The block is the request's prefix that prompt caches key on, and a session records it, so its bytes
-are a contract (reference/go-contract.md section 3). It is a title, one section per scope in the
+are a contract (docs/contract.md#the-block-format). It is a title, one section per scope in the
 order given, one part per entry that fits (a heading with its size, the store's limit and its
 description, then its content), a line per scope naming what did not fit, and a summary line last::
 
@@ -108,7 +108,7 @@ class _Source(Protocol):
 
 def _summary(shown: int, omitted: int, size: int, free: int, bound: int, limit: int) -> str:
     # The free count is padded to the bound's digit width, so the summary's width depends on the
-    # size it states alone and the size settles (reference/go-contract.md 3.1).
+    # size it states alone and the size settles (docs/contract.md#the-summary-line).
     width = len(str(bound))
     return (
         f"Entries: {shown} shown, {omitted} omitted. Block: {size} of {bound} bytes "
@@ -206,7 +206,7 @@ def render_parts(
         width of ``M``. ``manifest.entries`` are the shown entries in block order;
         ``manifest.omitted`` every entry that did not fit, with reason :data:`OMIT_BUDGET`.
 
-    The budget (reference/go-contract.md 3.2): the title, one heading per scope and the widest
+    The budget (docs/contract.md#bounds-and-the-budget): the title, one heading per scope and the widest
     possible summary are reserved first; then each scope packs its entries, in list order, into
     what is left (or its cap, if smaller): an entry that does not fit is skipped and later ones are
     still tried; when some are skipped the scope packs again holding room for its omission line.
@@ -293,7 +293,7 @@ def render_parts(
 
     # The summary states the block's own size: a fixed point. The reservation above is the widest
     # summary there can be, and each pass is no wider than the one before, so every pass is inside
-    # the bound and a few of them settle (reference/go-contract.md 3.2).
+    # the bound and a few of them settle (docs/contract.md#bounds-and-the-budget).
     rest = sum(utf8_len(p.text) for p in parts) + _SEP * len(parts)  # all but the summary's text
     size = fixed + spent
     last = ""

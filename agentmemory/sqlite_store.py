@@ -1,6 +1,6 @@
 """SqliteStore: live entries and an append-only journal in one sqlite file.
 
-The layout follows the Go module's sqlite store (reference/go-contract.md section 7), so a database
+The layout follows the Go module's sqlite store (docs/storage.md#tables), so a database
 can be dumped to a ``journal.jsonl`` the Go file store reads:
 
 * ``memory_entries(scope, name, content, meta, hash, updated)``: one row per live entry; ``meta`` is
@@ -74,7 +74,7 @@ __all__ = ["DEFAULT_BUSY_TIMEOUT_S", "MIGRATIONS", "Migration", "SqliteStore"]
 
 DEFAULT_BUSY_TIMEOUT_S = 5.0
 """How long a write waits for another writer's lock before :class:`StoreLockedError`, in seconds
-(the Go store's ``busy_timeout 5000``, reference/go-contract.md 7)."""
+(the Go store's ``busy_timeout 5000``; docs/storage.md#wal-and-the-busy-timeout)."""
 
 JOURNAL_PAGE_ROWS = 256
 """Journal rows read per query by :meth:`SqliteStore.journal`; no transaction stays open between

@@ -33,7 +33,7 @@ RECALL_MODES = ("auto", "hybrid", "bm25", "vector")
 
 @runtime_checkable
 class Store(Protocol):
-    """A scoped entry store with an append-only journal (reference/go-contract.md 1.2).
+    """A scoped entry store with an append-only journal (docs/contract.md#the-store-protocol).
 
     Every implementation passes :mod:`agentmemory.testing`.
     """
@@ -114,7 +114,7 @@ def plan_put(
     """Check a put against the live entry ``stored`` and return the record it appends.
 
     Check order: invalid entry, then size against ``limit`` (bytes), then the ``if_hash``
-    precondition (reference/go-contract.md 1.7). ``prev`` is ``if_hash``, else ``based_on``, else
+    precondition (docs/contract.md#conditional-writes). ``prev`` is ``if_hash``, else ``based_on``, else
     the stored hash, else ``""``; ``replaced`` is the stored hash or ``""``. The returned record's
     entry has its own copy of meta, ``hash`` and ``updated == now``.
 
@@ -168,7 +168,7 @@ def search_entries(
 ) -> builtins.list[Entry]:
     """The ``search`` every store shares: the live entries of ``scopes`` that
     :func:`agentmemory.matches` ``query`` (every word a case-insensitive substring of name, meta
-    values or content; reference/go-contract.md 1.9), scopes in the order given and entries by
+    values or content; docs/contract.md#the-reference-search-predicate), scopes in the order given and entries by
     name (``store.list`` order), at most ``limit`` when ``limit > 0``.
 
     Raises :class:`~agentmemory.InvalidEntryError` for a scope that is not kebab-case (every

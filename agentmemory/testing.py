@@ -1,6 +1,6 @@
 """The conformance suite every :class:`~agentmemory.Store` passes.
 
-It holds every case of the Go module's ``storetest.Run`` (reference/go-contract.md section 2), in
+It holds every case of the Go module's ``storetest.Run`` (docs/contract.md#the-conformance-suite), in
 the same order: validation, put/get/list, bounds, if_hash, forget, journal, lost updates, search,
 concurrency and persistence. It needs no test framework: a case is a function that takes a
 :class:`Harness` and raises ``AssertionError`` on a failure. A third party runs it against its own

@@ -12,9 +12,9 @@ limit, an ``old_text`` that is absent or repeated, an empty query: each is an er
 text names the property, the value and what is allowed, and nothing is written.
 
 The schemas, descriptions, annotations, call pipeline and result lines follow the Go module
-(reference/go-contract.md section 5), in our words, except that ``memory_search`` ranks with
+(docs/contract.md#the-tools), in our words, except that ``memory_search`` ranks with
 ``store.recall`` (hybrid BM25 and embedding recall when the store keeps vectors, BM25 otherwise;
-SPEC section 6) instead of filtering by the every-word predicate, and its description says so.
+docs/contract.md#memory_search) instead of filtering by the every-word predicate, and its description says so.
 """
 
 from __future__ import annotations

@@ -25,8 +25,8 @@ def usage() -> str:
     """One paragraph for the system prompt on using ``memory_save``, ``memory_patch``,
     ``memory_forget`` and ``memory_search`` over the block :func:`agentmemory.render` produces.
 
-    It says (reference/go-contract.md 3.7): the block is memory carried between sessions, rendered
-    fresh each turn and not part of the conversation; save with a kebab-case name and a
+    It says (docs/contract.md#the-usage-paragraph): the block is memory carried between sessions,
+    rendered fresh each turn and not part of the conversation; save with a kebab-case name and a
     description in meta; prefer ``memory_patch`` (exact ``old_text`` once, and its replacement)
     to ``memory_save``, which rewrites whole; remove with ``memory_forget``; reach omitted entries
     or a whole entry with ``memory_search``, whose results stay in the conversation, so search

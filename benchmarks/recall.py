@@ -25,7 +25,7 @@ Entries are synthetic short texts (8 to 24 words from a Zipf-distributed vocabul
 made-up words plus English function words); queries are 2 to 5 vocabulary words wrapped in a
 question ("what did I say about ..."). Vectors come from the hashing embedder (``--dim``), so the
 100k rows run in minutes. BLAS threads are set by ``--threads`` (1 by default: on this shared
-2-core machine more threads were slower, see reference/measured-here.md).
+2-core machine more threads were slower, see docs/recall.md#threads).
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ DEFAULT_BATCH_SIZE = 32
 
 DEFAULT_THREADS = 1
 """Torch intra-op threads. One was fastest on the shared 2-core machine this was measured on
-(two threads were slower under load; shared/reference/measured-here.md)."""
+(two threads were slower under load; docs/recall.md#threads)."""
 
 
 class SentenceTransformerEmbedder:

@@ -38,7 +38,7 @@ DEFAULT_RRF_K = 60
 DEFAULT_DEPTH = 1
 """Each leg is asked for ``DEFAULT_DEPTH * limit`` candidates: what it would answer alone.
 
-Why 1 and not the ``3`` of reference/go-recall.md 4: with ``k = 60`` a document that both legs rank
+Why 1 and not the ``3`` of the Go design (docs/recall.md#fusion-depth): with ``k = 60`` a document that both legs rank
 anywhere in their first 60 outscores a document ranked first by one leg only (``2 / (60 + r) >
 1 / 61`` for ``r < 62``). Read deeper than the answer, RRF therefore fills the answer with
 documents both legs rank mediocre (agreement in the tails) ahead of either leg's confident top

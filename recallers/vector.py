@@ -36,7 +36,7 @@ class VectorRecaller(Generic[D]):
         source: the vector index to search (``ChromaStore``, :class:`ExactVectorIndex`).
         embedder: embeds the query; must be the embedder the index was built with.
         min_score: a cosine floor: hits below it are dropped before they reach a fusion
-            (reference/go-recall.md section 3). ``None`` (the default) keeps every hit, negative
+            (docs/recall.md#the-cosine-floor). ``None`` (the default) keeps every hit, negative
             similarities included.
 
     Each :class:`Hit` has ``score`` = the cosine similarity and ``legs = {"vector": ...}``.

@@ -211,7 +211,7 @@ def test_search_shows_rank_score_and_legs(store_dir: Path) -> None:
     top = found["hits"][0]
     assert (top["rank"], top["scope"], top["name"]) == (1, "user", "cats")
     assert top["legs"]["bm25"]["rank"] == 1 and top["legs"]["vector"]["rank"] == 1
-    # reciprocal rank fusion with k = 60 of two first places (SPEC section 6)
+    # reciprocal rank fusion with k = 60 of two first places (docs/recall.md#reciprocal-rank-fusion)
     assert top["score"] == pytest.approx(2 / 61, rel=0.2)
 
 

@@ -1,5 +1,5 @@
 """Entry rules: names, hashes, every validation rule and its message, conflicts, match, sessions,
-and the journal line encoding (reference/go-contract.md sections 1.1 to 1.11)."""
+and the journal line encoding (docs/contract.md#entries to docs/contract.md#lost-updates)."""
 
 from __future__ import annotations
 
@@ -52,7 +52,8 @@ def test_hash_of_empty_content_is_the_sha256_of_nothing() -> None:
     assert len(h) == 71
 
 
-# (entry, field, words the message must contain): one row per rule of go-contract 1.4.
+# (entry, field, words the message must contain): one row per rule of
+# docs/contract.md#the-order-of-checks-in-put.
 RULES = [
     (
         Entry("User", "a", "x"),

@@ -1,4 +1,4 @@
-"""Manifest: hash, whole records, deltas, applying them, and the fold (reference/go-contract.md 4).
+"""Manifest: hash, whole records, deltas, applying them, and the fold (docs/contract.md#manifests).
 
 The hashes and JSON below are the reference's examples, with the hashes it abbreviates written out
 in full (each is the SHA-256 of the content named beside it, and the abbreviation is checked too).

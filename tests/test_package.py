@@ -14,7 +14,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ["agentmemory", "embedders", "recallers"]
-# What each package may import of ours (SPEC section 2): agentmemory -> recallers -> embedders.
+# What each package may import of ours (docs/README.md#layout-and-the-direction-of-imports): agentmemory -> recallers -> embedders.
 ALLOWED = {
     "agentmemory": {"agentmemory", "recallers", "embedders"},
     "recallers": {"recallers", "embedders"},

@@ -1,5 +1,5 @@
 """store.recall: BM25, vector and hybrid (RRF) recall on the small inputs of issue 5, and the
-fusion rules (SPEC section 6).
+fusion rules (docs/recall.md#fusion).
 
 Lexical stores: MemStore and SqliteStore. Stores with vectors: ChromaStore once it has
 ``recall``, and ``VecMem`` below (a MemStore plus an exact numpy vector index, composed the way a
@@ -440,7 +440,7 @@ def test_each_leg_is_read_to_the_limit_by_default_and_a_broken_leg_is_skipped(
 
 
 def test_the_vector_floor_applies_before_fusion() -> None:
-    # reference/go-recall.md 3: a far entry, the hint "oh hi"
+    # docs/recall.md#the-cosine-floor: a far entry, the hint "oh hi"
     entries = [Entry("user", "deploys", "deploy runs on fridays"), Entry("user", "hi", "oh hi")]
     emb = HashingEmbedder(256)
     index = _vectors(entries[:1], emb)

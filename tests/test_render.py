@@ -1,4 +1,4 @@
-"""Render: the block the model reads, byte for byte (reference/go-contract.md section 3).
+"""Render: the block the model reads, byte for byte (docs/contract.md#the-render).
 
 The golden files under tests/golden/render/ pin every fixture of section 3.5 (``<case>.md``,
 ``<case>.manifest.json``, ``<case>.parts``); ``pytest --update-golden`` rewrites them, and the
@@ -246,7 +246,7 @@ def listing(parts: list[Part]) -> list[tuple[str, int]]:
     return [(p.id, nbytes(p.text)) for p in parts]
 
 
-# The numbers below are the reference's (go-contract.md 3.4 and 3.5), written out by hand.
+# The numbers below are the Go module's (docs/contract.md#golden-fixtures), written out by hand.
 
 
 def test_worked_example_one_scope() -> None:
@@ -421,7 +421,7 @@ def test_summary_example_of_section_3_2() -> None:
     assert nbytes(block) == 145
 
 
-# The other render tests of go-contract.md 3.6.
+# The Go module's other render tests (docs/contract.md#golden-fixtures).
 
 
 def test_budget_nine_full_entries_under_the_default_bound() -> None:

@@ -409,7 +409,7 @@ def test_a_database_made_by_m001_opens_under_the_current_code(tmp_path: Path) ->
 def test_a_database_made_by_the_go_module_is_adopted(tmp_path: Path) -> None:
     path = tmp_path / "go.sqlite3"
     conn = _raw(path)
-    conn.executescript(  # reference/go-contract.md 7, without the FTS table
+    conn.executescript(  # docs/storage.md#tables, without the FTS table
         "CREATE TABLE memory_entries(scope TEXT, name TEXT, content TEXT, meta TEXT, hash TEXT,"
         " updated TEXT, PRIMARY KEY(scope,name)) STRICT;"
         "CREATE TABLE memory_journal(seq INTEGER PRIMARY KEY, scope TEXT, name TEXT, line TEXT)"

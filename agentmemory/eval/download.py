@@ -1,8 +1,9 @@
 """Where the evaluation data lives, and fetching the public files into a cache.
 
 Lookup order for a data set (:func:`find_data`): the ``data`` path the caller gives (``--data``);
-else ``../shared/data`` beside the repository when present (a development checkout); else the
-cache folder (``platformdirs.user_cache_dir("agentmemory")/data``, or ``$AGENTMEMORY_CACHE_DIR/data``).
+else the ``shared/data`` folder next to the repository when present (a development checkout;
+docs/recall.md#evaluation-data); else the cache folder
+(``platformdirs.user_cache_dir("agentmemory")/data``, or ``$AGENTMEMORY_CACHE_DIR/data``).
 When none holds the files, :class:`~agentmemory.DataNotFoundError` names the places tried, the
 public URL and ``--download``.
 
@@ -68,8 +69,8 @@ _BLOCK_BYTES = 1 << 16
 
 
 def repo_data_dir() -> Path | None:
-    """``../shared/data`` beside the repository this package was imported from, when it exists
-    (an editable development install); ``None`` otherwise."""
+    """The ``shared/data`` folder next to the repository this package was imported from, when it
+    exists (an editable development install); ``None`` otherwise."""
     repo = Path(__file__).resolve().parents[2]
     candidate = repo.parent / "shared" / "data"
     return candidate if candidate.is_dir() else None
@@ -111,9 +112,9 @@ def find_data(dataset: str, data: str | Path | None = None) -> Path:
     """The LoCoMo JSON file, or the SciFact folder, to read.
 
     With ``data``: that file, or a folder holding it directly or in a ``locomo``/``scifact``
-    subfolder (so both ``--data ../shared/data`` and ``--data ../shared/data/scifact`` work). For
+    subfolder (so both ``--data DIR`` and ``--data DIR/scifact`` work). For
     LoCoMo a folder's ``locomo-dev.json`` is preferred to ``locomo10.json``. Without ``data``: the
-    repository's ``../shared/data`` when present, then ``cache_dir()/data``.
+    ``shared/data`` folder next to the repository when present, then ``cache_dir()/data``.
 
     Raises :class:`~agentmemory.DataNotFoundError` naming every path tried, the public URL and
     ``--download``; ``ValueError`` for an unknown ``dataset``.
