@@ -89,7 +89,7 @@ from .errors import (
 )
 from .folder_lock import DEFAULT_LOCK_TIMEOUT_S, FolderLock
 from .mem_store import utc_now
-from .sqlite_store import DEFAULT_BUSY_TIMEOUT_S, SqliteStore, _row_entry
+from .sqlite_store import DEFAULT_BUSY_TIMEOUT_S, SqliteStore
 from .store import recall_entries
 
 __all__ = [
@@ -190,73 +190,6 @@ class IndexReport:
             f"index out of step: {'; '.join(parts)}; {self.indexed} vectors for {self.live} "
             "live entries; repair() or reindex() fixes it"
         )
-
-
-class _Journal(SqliteStore):
-    """The journal of a ChromaStore: a SqliteStore with the bulk reads the index needs."""
-
-    def live_many(self, keys: Iterable[_Key]) -> dict[_Key, Entry]:
-        """The live entries among ``keys`` (absent keys are left out)."""
-        by_scope: dict[str, builtins.list[str]] = {}
-        for scope, name in keys:
-            by_scope.setdefault(scope, []).append(name)
-        out: dict[_Key, Entry] = {}
-        for scope, names in by_scope.items():
-            for start in range(0, len(names), 500):
-                part = names[start : start + 500]
-                marks = ",".join("?" * len(part))
-                with self._read() as conn:
-                    rows = conn.execute(
-                        "SELECT name, content, meta, hash, updated FROM memory_entries"
-                        f" WHERE scope = ? AND name IN ({marks})",
-                        (scope, *part),
-                    ).fetchall()
-                for row in rows:
-                    out[(scope, row[0])] = _row_entry(scope, *row)
-        return out
-
-    def live_scopes(self) -> builtins.list[str]:
-        """The scopes that have live entries, sorted."""
-        with self._read() as conn:
-            rows = conn.execute("SELECT DISTINCT scope FROM memory_entries ORDER BY scope")
-            return [str(r[0]) for r in rows.fetchall()]
-
-    def scopes_applied_by(self, scopes: Iterable[str], cursor: int) -> builtins.list[str]:
-        """Those of ``scopes`` with a live entry whose last journal record is at or before
-        ``cursor`` (so an index that applied the journal up to ``cursor`` holds its vector)."""
-        out = []
-        with self._read() as conn:
-            for scope in scopes:
-                row = conn.execute(
-                    "SELECT 1 FROM memory_entries e WHERE e.scope = ? AND (SELECT MAX(j.seq)"
-                    " FROM memory_journal j WHERE j.scope = e.scope AND j.name = e.name) <= ?"
-                    " LIMIT 1",
-                    (scope, cursor),
-                ).fetchone()
-                if row is not None:
-                    out.append(scope)
-        return out
-
-    def live_count(self) -> int:
-        """The number of live entries."""
-        with self._read() as conn:
-            return int(conn.execute("SELECT COUNT(*) FROM memory_entries").fetchone()[0])
-
-    def iter_live(self, batch: int) -> Iterator[builtins.list[Entry]]:
-        """Every live entry, by scope then name, ``batch`` at a time (no transaction is held
-        between batches)."""
-        last = ("", "")
-        while True:
-            with self._read() as conn:
-                rows = conn.execute(
-                    "SELECT scope, name, content, meta, hash, updated FROM memory_entries"
-                    " WHERE (scope, name) > (?, ?) ORDER BY scope, name LIMIT ?",
-                    (*last, batch),
-                ).fetchall()
-            if not rows:
-                return
-            yield [_row_entry(*r) for r in rows]
-            last = (rows[-1][0], rows[-1][1])
 
 
 @dataclass
@@ -411,7 +344,7 @@ class ChromaStore:
             client = self._folder.client
         self._client = client
         try:
-            self._journal = _Journal(
+            self._journal = SqliteStore(
                 self._dir / JOURNAL_FILE,
                 max_entry_bytes=max_entry_bytes,
                 busy_timeout_s=busy_timeout_s,
@@ -544,8 +477,8 @@ class ChromaStore:
         lost_key = self._state_keys["lost"]
         lost = self._journal.get_state(lost_key)
         if not lost and index.cursor > 0:
-            absent = sorted(set(self._journal.live_scopes()) - set(self._collection_scopes()))
-            missing = self._journal.scopes_applied_by(absent, index.cursor) if absent else []
+            absent = sorted(set(self._journal.scopes()) - set(self._collection_scopes()))
+            missing = self._journal.scopes_written_by(index.cursor, absent) if absent else []
             if missing:
                 lost = ", ".join(missing)
                 self._journal.set_state(lost_key, lost)

@@ -80,6 +80,10 @@ JOURNAL_PAGE_ROWS = 256
 """Journal rows read per query by :meth:`SqliteStore.journal`; no transaction stays open between
 pages, so a slow reader never holds the database."""
 
+LIVE_PAGE_KEYS = 500
+"""Names bound per query by :meth:`SqliteStore.live_many`, and the default list size of
+:meth:`SqliteStore.iter_live` (under sqlite's default limit of 32,766 bound parameters)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Migration:
@@ -592,6 +596,89 @@ class SqliteStore:
                 (scope,),
             ).fetchall()
         return [_row_entry(scope, *r) for r in rows]
+
+    def scopes(self) -> builtins.list[str]:
+        """The scopes holding at least one live entry, sorted (byte order); ``[]`` when none.
+
+        One indexed read of ``memory_entries`` (its primary key leads with ``scope``), not a
+        pass over the journal.
+        """
+        with self._read() as conn:
+            rows = conn.execute("SELECT DISTINCT scope FROM memory_entries ORDER BY scope")
+            return [str(r[0]) for r in rows.fetchall()]
+
+    def live_many(self, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], Entry]:
+        """The live entries among ``keys`` (``(scope, name)`` pairs), by key; keys with no live
+        entry (never written, forgotten, or not valid names) are left out. Read
+        :data:`LIVE_PAGE_KEYS` names of one scope per query; no transaction is held between
+        queries, so an entry written meanwhile may show either state."""
+        by_scope: dict[str, builtins.list[str]] = {}
+        for scope, name in keys:
+            by_scope.setdefault(scope, []).append(name)
+        out: dict[tuple[str, str], Entry] = {}
+        for scope, names in by_scope.items():
+            unique = builtins.list(dict.fromkeys(names))
+            for start in range(0, len(unique), LIVE_PAGE_KEYS):
+                part = unique[start : start + LIVE_PAGE_KEYS]
+                marks = ",".join("?" * len(part))
+                with self._read() as conn:
+                    rows = conn.execute(
+                        "SELECT name, content, meta, hash, updated FROM memory_entries"
+                        f" WHERE scope = ? AND name IN ({marks})",
+                        (scope, *part),
+                    ).fetchall()
+                for row in rows:
+                    out[(scope, row[0])] = _row_entry(scope, *row)
+        return out
+
+    def live_count(self) -> int:
+        """The number of live entries in every scope."""
+        with self._read() as conn:
+            return int(conn.execute("SELECT COUNT(*) FROM memory_entries").fetchone()[0])
+
+    def iter_live(self, batch: int = LIVE_PAGE_KEYS) -> Iterator[builtins.list[Entry]]:
+        """Every live entry, by scope then name (byte order), in lists of at most ``batch``.
+
+        No transaction is held between lists, so the caller may write meanwhile: an entry
+        written behind the position reached is not seen, one ahead of it is.
+
+        Raises:
+            ValueError: ``batch`` under 1.
+        """
+        if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+            raise ValueError(f"batch is {batch!r}; it must be an int of at least 1")
+        return self._iter_live(batch)
+
+    def _iter_live(self, batch: int) -> Iterator[builtins.list[Entry]]:
+        last = ("", "")
+        while True:
+            with self._read() as conn:
+                rows = conn.execute(
+                    "SELECT scope, name, content, meta, hash, updated FROM memory_entries"
+                    " WHERE (scope, name) > (?, ?) ORDER BY scope, name LIMIT ?",
+                    (*last, batch),
+                ).fetchall()
+            if not rows:
+                return
+            yield [_row_entry(*r) for r in rows]
+            last = (rows[-1][0], rows[-1][1])
+
+    def scopes_written_by(self, seq: int, scopes: Iterable[str]) -> builtins.list[str]:
+        """Those of ``scopes`` (in the order given) holding a live entry whose latest journal
+        record has a ``seq`` at or before ``seq``: a derived index that applied every record up
+        to ``seq`` must hold something for each of them."""
+        out = []
+        with self._read() as conn:
+            for scope in scopes:
+                row = conn.execute(
+                    "SELECT 1 FROM memory_entries e WHERE e.scope = ? AND (SELECT MAX(j.seq)"
+                    " FROM memory_journal j WHERE j.scope = e.scope AND j.name = e.name) <= ?"
+                    " LIMIT 1",
+                    (scope, seq),
+                ).fetchone()
+                if row is not None:
+                    out.append(scope)
+        return out
 
     def search(self, scopes: Sequence[str], query: str, limit: int = 0) -> builtins.list[Entry]:
         """Live entries matching ``query`` by :func:`agentmemory.matches` (every word a

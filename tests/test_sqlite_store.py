@@ -532,6 +532,64 @@ def test_a_journal_line_that_does_not_decode_is_reported_with_its_seq(tmp_path: 
             next(it)
 
 
+# -- the live set: scopes, live_many, live_count, iter_live, scopes_written_by ----------------
+
+
+def test_the_live_set_reads_agree_with_what_was_written_and_forgotten(tmp_path: Path) -> None:
+    path = tmp_path / "live.sqlite3"
+    with SqliteStore(path) as st:
+        assert st.scopes() == [] and st.live_count() == 0 and list(st.iter_live(2)) == []
+        st.put_many([Entry("user", n, f"u {n}", {"k": n}) for n in ("b", "a", "c")])
+        st.put(Entry("project", "x", "project x"))
+        st.put(Entry("gone", "y", "forgotten soon"))
+        st.forget("gone", "y")
+        st.put(Entry("user", "a", "a again"))
+        # a scope whose only entry was forgotten holds no live entry
+        assert st.scopes() == ["project", "user"]
+        assert st.live_count() == 4
+        got = st.live_many(
+            [
+                ("user", "a"),
+                ("user", "a"),
+                ("gone", "y"),
+                ("user", "zz"),
+                ("project", "x"),
+                ("nope", "x"),
+            ]
+        )
+        assert sorted(got) == [("project", "x"), ("user", "a")]
+        assert got[("user", "a")] == st.get("user", "a")
+        assert got[("user", "a")].content == "a again"
+        pages = list(st.iter_live(3))
+        assert [[e.key for e in p] for p in pages] == [
+            ["project/x", "user/a", "user/b"],
+            ["user/c"],
+        ]
+        assert pages[0][2].meta == {"k": "b"} and pages[0][2].hash == content_hash("u b")
+        # seq: 1-3 user/b,a,c; 4 project/x; 5 gone/y; 6 its tombstone; 7 user/a again
+        assert st.scopes_written_by(3, ["user", "project", "gone"]) == ["user"]
+        assert st.scopes_written_by(4, ["project", "user"]) == ["project", "user"]
+        assert st.scopes_written_by(0, ["user", "project"]) == []
+        assert st.scopes_written_by(100, ["gone", "nope"]) == []
+        for bad in (0, -1, True):
+            with pytest.raises(ValueError, match="batch"):
+                st.iter_live(bad)
+    with SqliteStore(path) as again:  # read back from the file by a new handle
+        assert again.scopes() == ["project", "user"] and again.live_count() == 4
+
+
+def test_live_many_reads_more_keys_than_one_query_binds(tmp_path: Path) -> None:
+    from agentmemory.sqlite_store import LIVE_PAGE_KEYS
+
+    count = LIVE_PAGE_KEYS * 2 + 7
+    with SqliteStore(tmp_path / "many.sqlite3") as st:
+        st.put_many([Entry("bulk", f"e{i}", f"entry {i}") for i in range(count)])
+        got = st.live_many(("bulk", f"e{i}") for i in range(count + 3))
+        assert len(got) == count
+        assert got[("bulk", f"e{count - 1}")].content == f"entry {count - 1}"
+        assert sum(len(p) for p in st.iter_live()) == count
+
+
 # -- state, lifetime ------------------------------------------------------------------------
 
 
