@@ -1,8 +1,9 @@
 """FolderLock: one process at a time owns a folder, and the lock file says which one.
 
 Chroma's embedded client is not safe across processes (measured here: two processes writing one
-folder lost vectors silently while ``count()`` still looked right), so an embedded
-:class:`~agentmemory.ChromaStore` takes this lock on its folder before it opens the client.
+folder lost vectors silently while ``count()`` still looked right; docs/storage.md#the-folder-lock),
+so an embedded :class:`~agentmemory.ChromaStore` takes this lock on its folder before it opens the
+client.
 
 The lock is ``flock(2)`` on a small file in the folder (``LOCK_EX | LOCK_NB``), so the kernel drops
 it the moment its holder exits, however it exits: a holder killed with SIGKILL leaves a lock file

@@ -43,7 +43,8 @@ DEFAULT_ONNX_BATCH_SIZE = 32
 """Texts per onnxruntime call."""
 
 DEFAULT_ONNX_THREADS = 1
-"""onnxruntime intra-op threads; one, as for torch, on a shared 2-core machine."""
+"""onnxruntime intra-op threads; one, as for torch, on a shared 2-core machine
+(docs/recall.md#threads)."""
 
 ONNX_OPSET = 17
 """ONNX opset of the export (``torch.onnx.export(..., opset_version=17, dynamo=False)``)."""

@@ -25,7 +25,8 @@ The defaults (English stopwords and English Snowball stemming) are what a BM25 b
 runs with (Anserini's and Lucene's English analyzers: Porter-family stemming plus a stopword list),
 and they measured best here for BM25 alone and for the hybrid, on both evaluation sets and on both
 halves of each (``benchmarks/README.md``, "Recall quality"): stemming raised BM25's Recall@10 on
-LoCoMo from 0.606 to 0.664 and its nDCG@10 on SciFact from 0.676 to 0.691.
+LoCoMo from 0.606 to 0.664 and its nDCG@10 on SciFact from 0.676 to 0.691
+(docs/recall.md#stemming-and-stopwords).
 
 A tokenizer never raises on a ``str``: ``"C++"``, ``"(foo"``, an unterminated quote, emoji and
 10 KB of punctuation all give a (possibly empty) list. Terms never contain white space or a double
