@@ -48,6 +48,7 @@ from .errors import (
     StoreLockedError,
     ToolConfigError,
 )
+from .file_store import FileStore, Reconciliation, UnjournaledFile
 from .journal import LostUpdate, lost_updates
 from .manifest import (
     MANIFEST_FOLD_DEPTH,
@@ -112,6 +113,7 @@ __all__ = [
     "EmptyQueryError",
     "Entry",
     "EntryTooLargeError",
+    "FileStore",
     "Hit",
     "IndexOutOfStepError",
     "IndexOutOfStepWarning",
@@ -128,6 +130,7 @@ __all__ = [
     "NotFoundError",
     "Part",
     "RecallModeError",
+    "Reconciliation",
     "SqliteStore",
     "Store",
     "StoreFormatError",
@@ -135,6 +138,7 @@ __all__ = [
     "Tool",
     "ToolConfigError",
     "ToolResult",
+    "UnjournaledFile",
     "apply_manifest_record",
     "check_entry",
     "content_hash",

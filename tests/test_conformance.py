@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agentmemory import ChromaStore, MemStore, SqliteStore, Store
+from agentmemory import ChromaStore, FileStore, MemStore, SqliteStore, Store
 from agentmemory.testing import CASES, Harness
 from embedders import HashingEmbedder
 
@@ -47,8 +47,22 @@ def chroma_harness(tmp_path: Path, bound: int) -> Harness:
     return Harness(new=new, reopen=reopen)
 
 
+def file_harness(tmp_path: Path, bound: int) -> Harness:
+    made = itertools.count()
+
+    def new() -> Store:
+        return FileStore(tmp_path / f"folder-{next(made)}", max_entry_bytes=bound)
+
+    def reopen(st: Store) -> Store:
+        assert isinstance(st, FileStore)
+        return FileStore(st.path, max_entry_bytes=st.max_entry_bytes)
+
+    return Harness(new=new, reopen=reopen)
+
+
 HARNESSES: dict[str, Callable[[Path, int], Harness]] = {
     "chroma": chroma_harness,
+    "file": file_harness,
     "mem": mem_harness,
     "sqlite": sqlite_harness,
 }

@@ -1,0 +1,723 @@
+"""FileStore: memory a person can open, edit, diff and commit — a folder of Markdown files.
+
+The folder (docs/filestore-format.md)::
+
+    memory/
+      journal.jsonl          every change, one JSON record a line (append only)
+      .state.json            the cursor: how far the journal was read, the state it left (derived)
+      .lock                  present while a writer holds the folder, naming it
+      user/
+        INDEX.md             the scope's live entries, one line each (derived)
+        style.md             one entry: a frontmatter block, then the content byte for byte
+
+Writes are serialised by the ``.lock`` file (:mod:`agentmemory.lock_file`) across processes and
+by a mutex across the threads of one process; reads take no lock (every file is replaced by an
+atomic rename, so a reader sees the old file or the new one). The order of a write, under the
+lock: read the entry file; check the bound and the precondition (a refusal writes nothing); journal
+what a person changed by hand first (a ``"reconciled"`` record); write the entry file; rewrite the
+scope's INDEX.md; append the record; save the cursor.
+
+A person may edit, add and remove entry files at any time. :meth:`FileStore.reconcile` journals
+every such change as a ``source="reconciled"`` record with no session, and a write over an entry a
+person edited records the person's version first, so the journal never loses a state.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import dataclasses
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Self
+
+from recallers import DEFAULT_TOKENIZER, BM25Index, BM25Recaller, Hit, Tokenizer
+
+from .atomic_write import remove_durably, write_atomic
+from .entries import (
+    DEFAULT_MAX_ENTRY_BYTES,
+    SOURCE_RECONCILED,
+    Change,
+    Entry,
+    check_entry,
+    check_scope,
+    format_time,
+    parse_time,
+    valid_name,
+)
+from .entry_file import (
+    ENTRY_SUFFIX,
+    INDEX_NAME,
+    meta_hash,
+    mtime_time,
+    parse_entry_file,
+    render_entry_file,
+    render_index,
+)
+from .errors import AgentMemoryError, NotFoundError, StoreLockedError
+from .journal_file import (
+    JOURNAL_NAME,
+    STATE_NAME,
+    Cursor,
+    DamagedLine,
+    append_records,
+    find_last_record,
+    journal_head,
+    scan_journal,
+)
+from .lock_file import DEFAULT_LOCK_TIMEOUT_S, LockFile, LockHolder, break_lock, read_holder
+from .mem_store import utc_now
+from .store import plan_forget, plan_put, recall_entries, search_entries
+
+__all__ = ["FileStore", "Reconciliation", "UnjournaledFile"]
+
+log = logging.getLogger(__name__)
+
+_MUTEXES: dict[str, threading.Lock] = {}
+_MUTEXES_GUARD = threading.Lock()
+
+
+def _folder_mutex(root: Path) -> threading.Lock:
+    """The one mutex every handle of this process on ``root`` shares."""
+    key = os.path.realpath(root)
+    with _MUTEXES_GUARD:
+        m = _MUTEXES.get(key)
+        if m is None:
+            m = _MUTEXES[key] = threading.Lock()
+        return m
+
+
+@dataclass(frozen=True, slots=True)
+class UnjournaledFile:
+    """An entry file the store cannot journal, left as it is.
+
+    Attributes:
+        path: the file.
+        key: its entry, ``"scope/name"``.
+        reason: why (the :func:`agentmemory.check_entry` message: empty, over the bound, bad meta,
+            not UTF-8).
+    """
+
+    path: Path
+    key: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Reconciliation:
+    """What :meth:`FileStore.reconcile` did.
+
+    Attributes:
+        changes: the ``"reconciled"`` records it appended, in ``scope/name`` byte order.
+        unjournaled: entry files it could not journal and left alone, by ``scope/name``.
+        damaged: damaged journal lines it read past (from the cursor on).
+    """
+
+    changes: list[Change]
+    unjournaled: list[UnjournaledFile]
+    damaged: list[DamagedLine]
+
+
+def _differs(found: Entry, journaled: tuple[str, str] | None) -> bool:
+    """Whether the file's content or meta is not the state the journal left."""
+    return journaled is None or journaled != (found.hash, meta_hash(found.meta))
+
+
+class FileStore:
+    """A :class:`~agentmemory.Store` in a folder of Markdown files with a journal beside them.
+
+    Safe for several threads and several processes (on one host, or on a file system with
+    working hard links and ``O_APPEND``); readers never wait.
+
+    Args:
+        path: the folder; created, with its parents, when missing.
+        max_entry_bytes: the content bound in UTF-8 bytes (default 4096), a property of the
+            handle; must be positive.
+        lock_timeout_s: how long a write waits for another writer, in seconds (default 2).
+        clock: returns the time stamped on writes (aware UTC); times have microsecond precision
+            and never go backwards along the journal (a clock behind the last record is clamped).
+        tokenizer: the terms the in-memory BM25 index of :meth:`recall` uses.
+
+    Raises:
+        ValueError: ``max_entry_bytes`` under 1 or ``lock_timeout_s`` negative.
+        OSError: the folder cannot be created.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        max_entry_bytes: int = DEFAULT_MAX_ENTRY_BYTES,
+        lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
+        clock: Callable[[], datetime] = utc_now,
+        tokenizer: Tokenizer = DEFAULT_TOKENIZER,
+    ) -> None:
+        if max_entry_bytes < 1:
+            raise ValueError(f"max_entry_bytes is {max_entry_bytes}; it must be at least 1")
+        if lock_timeout_s < 0:
+            raise ValueError(f"lock_timeout_s is {lock_timeout_s}; it must be 0 or more seconds")
+        self._root = Path(path)
+        self._root.mkdir(parents=True, exist_ok=True)
+        self._limit = max_entry_bytes
+        self._lock_timeout_s = float(lock_timeout_s)
+        self._clock = clock
+        self._mutex = _folder_mutex(self._root)
+        self._cursor: Cursor | None = None
+        self._closed = False
+        self._lexicon: BM25Index[Entry] = BM25Index(tokenizer=tokenizer)
+        self._lexicon_off: int | None = None  # journal offset the index has followed to
+        self._lexicon_lock = threading.Lock()
+        self._damage_seen: list[DamagedLine] = []
+        self._cursor_moved = False
+
+    # -- properties --------------------------------------------------------------------------
+
+    @property
+    def path(self) -> Path:
+        """The folder."""
+        return self._root
+
+    @property
+    def max_entry_bytes(self) -> int:
+        """The content bound in UTF-8 bytes."""
+        return self._limit
+
+    @property
+    def journal_path(self) -> Path:
+        """``<folder>/journal.jsonl``."""
+        return self._root / JOURNAL_NAME
+
+    @property
+    def state_path(self) -> Path:
+        """``<folder>/.state.json``."""
+        return self._root / STATE_NAME
+
+    def entry_path(self, scope: str, name: str) -> Path:
+        """``<folder>/<scope>/<name>.md`` (it need not exist).
+
+        Raises :class:`~agentmemory.InvalidEntryError` when ``scope`` or ``name`` is not
+        kebab-case (so no path outside the folder can be named).
+        """
+        check_scope(scope)
+        check_scope(name, what="name")
+        return self._root / scope / f"{name}{ENTRY_SUFFIX}"
+
+    # -- reading files (no lock) ---------------------------------------------------------------
+
+    def _read_file(self, scope: str, name: str) -> Entry | None:
+        path = self._root / scope / f"{name}{ENTRY_SUFFIX}"
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+                mtime_ns = os.fstat(f.fileno()).st_mtime_ns
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            return None
+        return parse_entry_file(scope, name, data, mtime_ns)
+
+    def _scopes(self) -> builtins.list[str]:
+        try:
+            items = list(os.scandir(self._root))
+        except FileNotFoundError:
+            return []
+        return sorted(d.name for d in items if valid_name(d.name) and d.is_dir())
+
+    def _names(self, scope: str) -> builtins.list[str]:
+        try:
+            items = list(os.scandir(self._root / scope))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        names = []
+        for d in items:
+            stem = d.name[: -len(ENTRY_SUFFIX)] if d.name.endswith(ENTRY_SUFFIX) else ""
+            if valid_name(stem) and d.is_file():
+                names.append(stem)
+        return sorted(names)
+
+    def _read_scope(self, scope: str) -> builtins.list[Entry]:
+        out = []
+        for name in self._names(scope):
+            e = self._read_file(scope, name)
+            if e is not None:  # removed between the listing and the read
+                out.append(e)
+        return out
+
+    def get(self, scope: str, name: str) -> Entry:
+        """The entry file ``scope/name`` as it is now (a person's edit included).
+
+        Raises :class:`~agentmemory.NotFoundError` when there is no such file (or the scope or
+        name is not kebab-case, so no such file can be the store's).
+        """
+        self._check_open()
+        e = self._read_file(scope, name) if valid_name(scope) and valid_name(name) else None
+        if e is None:
+            raise NotFoundError(scope, name)
+        return e
+
+    def list(self, scope: str) -> builtins.list[Entry]:
+        """The entries of ``scope`` by name (byte order), read from their files; ``[]`` for a
+        scope with no folder (or one that is not kebab-case)."""
+        self._check_open()
+        if not valid_name(scope):
+            return []
+        return self._read_scope(scope)
+
+    def search(self, scopes: Sequence[str], query: str, limit: int = 0) -> builtins.list[Entry]:
+        """Entries matching ``query`` by :func:`agentmemory.matches`, scopes in the order given
+        and entries by name, at most ``limit`` when ``limit > 0``.
+
+        Raises :class:`~agentmemory.InvalidEntryError` for a scope that is not kebab-case.
+        """
+        return search_entries(self, scopes, query, limit)
+
+    # -- the journal ---------------------------------------------------------------------------
+
+    def journal(self, after: int = 0) -> Iterator[Change]:
+        """Yield every record with ``seq > after`` in journal order (``seq`` increasing).
+
+        A damaged line (not a record: a torn write that a later append terminated, or a line
+        someone broke) is skipped and logged as a warning on the ``agentmemory.file_store``
+        logger; :meth:`damaged_lines` lists them. A last line without ``\\n`` is not read.
+        """
+        self._check_open()
+        for _, _, item in scan_journal(self.journal_path):
+            if isinstance(item, DamagedLine):
+                log.warning("%s: damaged journal line skipped: %s", self._root, item.describe())
+            elif item.seq > after:
+                yield item
+
+    def damaged_lines(self) -> builtins.list[DamagedLine]:
+        """Every complete journal line that is not a record, in file order (reads the whole
+        journal)."""
+        return [i for _, _, i in scan_journal(self.journal_path) if isinstance(i, DamagedLine)]
+
+    def last_seq(self) -> int:
+        """The ``seq`` of the journal's last whole record (0 when there is none)."""
+        last = find_last_record(self.journal_path)
+        return 0 if last is None else last.seq
+
+    # -- the lock --------------------------------------------------------------------------------
+
+    def lock_holder(self) -> LockHolder | None:
+        """Who holds the folder's ``.lock`` now, or ``None`` when nobody (or nobody named)."""
+        return read_holder(self._root)
+
+    def break_lock(self) -> builtins.list[str]:
+        """Remove ``.lock`` and any unfinished takeover claim; return the file names removed.
+
+        Only for when no writer runs (a writer on another host died, or a takeover was cut
+        short): breaking a live writer's lock lets two writers in.
+        """
+        return break_lock(self._root)
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[Cursor]:
+        """Hold the mutex and ``.lock``, and yield the cursor brought up to the journal's end."""
+        self._check_open()
+        if not self._mutex.acquire(timeout=self._lock_timeout_s):
+            raise StoreLockedError(
+                str(self._root),
+                f"another thread of this process (pid {os.getpid()})",
+                f"waited {self._lock_timeout_s:g} s; retry later",
+            )
+        try:
+            lock = LockFile(self._root, timeout_s=self._lock_timeout_s)
+            lock.acquire()
+            try:
+                yield self._load_cursor()
+            finally:
+                lock.release()
+        finally:
+            self._mutex.release()
+
+    def _load_cursor(self) -> Cursor:
+        """The cursor at the journal's end: this handle's, else ``.state.json``'s, checked
+        against the journal (its head line, its length) and caught up by reading only what
+        follows ``off``; rebuilt from the whole journal when none fits."""
+        self._damage_seen = []
+        self._cursor_moved = False
+        head = journal_head(self.journal_path)
+        try:
+            size = self.journal_path.stat().st_size
+        except FileNotFoundError:
+            size = 0
+        cur = self._cursor
+        if cur is not None and not self.state_path.exists():
+            self._cursor_moved = True  # deleted: write it again even when nothing else moves
+        if cur is None or not self._fits(cur, head, size):
+            cur = None
+            with contextlib.suppress(OSError, ValueError):
+                saved = Cursor.decode(self.state_path.read_bytes())
+                if self._fits(saved, head, size):
+                    cur = saved
+        if cur is None:
+            cur = Cursor(head=head)
+            self._cursor_moved = True
+        if cur.off < size:
+            for _, end, item in scan_journal(self.journal_path, cur.off):
+                if isinstance(item, DamagedLine):
+                    self._damage_seen.append(item)
+                    log.warning("%s: damaged journal line skipped: %s", self._root, item.describe())
+                    cur.off = end
+                else:
+                    cur.apply(item, end)
+                self._cursor_moved = True
+        cur.head = head
+        if cur.last_at is None and cur.seq:
+            last = find_last_record(self.journal_path)
+            cur.last_at = last.at if last is not None else None
+        self._cursor = cur
+        return cur
+
+    def _fits(self, cur: Cursor, head: str, size: int) -> bool:
+        if cur.off > size or (cur.off > 0 and cur.head != head):
+            return False
+        if cur.off == 0:
+            return True
+        try:
+            with open(self.journal_path, "rb") as f:
+                f.seek(cur.off - 1)
+                return f.read(1) == b"\n"
+        except OSError:
+            return False
+
+    def _save_cursor(self, cur: Cursor) -> None:
+        if cur.off == 0 and not self.journal_path.exists():
+            return
+        write_atomic(self.state_path, cur.encode(), sync=False)
+
+    def _now(self, cur: Cursor) -> datetime:
+        now = parse_time(format_time(self._clock()))
+        if cur.last_at is not None and now < cur.last_at:
+            return cur.last_at
+        return now
+
+    # -- writes ----------------------------------------------------------------------------------
+
+    def _journalable(self, found: Entry) -> str:
+        """``""`` when ``found`` can be journaled, else why not."""
+        try:
+            check_entry(found, self._limit)
+        except AgentMemoryError as err:
+            return str(err)
+        return ""
+
+    def _reconciled(self, found: Entry, chain: str, seq: int, now: datetime) -> Change:
+        path = self._root / found.scope / f"{found.name}{ENTRY_SUFFIX}"
+        try:
+            mtime = mtime_time(path.stat().st_mtime_ns)
+        except OSError:
+            mtime = now
+        entry = found.copy(updated=mtime, deleted=False)
+        return Change(
+            seq=seq, entry=entry, prev=chain, replaced=chain, source=SOURCE_RECONCILED, at=now
+        )
+
+    def _removed(self, key: str, chain: str, seq: int, now: datetime, cur: Cursor) -> Change | None:
+        """The reconciled tombstone of an entry whose file a person removed: its last whole
+        record, deleted; ``None`` when the journal holds no whole record of it."""
+        last = find_last_record(self.journal_path, before=cur.off, key=key)
+        if last is None:
+            return None
+        tomb = last.entry.copy(updated=now, deleted=True)
+        return Change(
+            seq=seq, entry=tomb, prev=chain, replaced=chain, source=SOURCE_RECONCILED, at=now
+        )
+
+    def _commit(
+        self,
+        cur: Cursor,
+        changes: builtins.list[Change],
+        scopes: set[str],
+        file_ops: Callable[[], None] | None = None,
+    ) -> None:
+        """Run ``file_ops`` (entry files), rewrite the INDEX.md of ``scopes``, append ``changes``
+        in one write, advance and save the cursor, and keep the BM25 index current."""
+        if file_ops is not None:
+            file_ops()
+        for scope in sorted(scopes):
+            self._write_index(scope)
+        start = cur.off
+        if changes:
+            end = append_records(self.journal_path, changes)
+            for c in changes:
+                cur.apply(c, end)
+            cur.head = journal_head(self.journal_path)
+        if changes or self._cursor_moved:
+            self._save_cursor(cur)
+        self._follow(changes, start, cur.off)
+
+    def _write_index(self, scope: str) -> None:
+        folder = self._root / scope
+        if not folder.is_dir():
+            return
+        write_atomic(folder / INDEX_NAME, render_index(scope, self._read_scope(scope)))
+
+    def put(
+        self,
+        entry: Entry,
+        *,
+        if_hash: str | None = None,
+        based_on: str | None = None,
+        session: str | None = None,
+    ) -> Change:
+        """Create or replace the whole entry file and return the journal record it appended.
+
+        See :meth:`agentmemory.Store.put` for the rule. The stored entry is the file as it is
+        now: when a person edited it (or created it, or removed it) since the journal last
+        recorded it, a ``"reconciled"`` record of the person's version is appended first, and
+        this write's ``replaced`` is that version's hash. A file the store cannot journal
+        (empty, over the bound, bad meta) is not journaled: the chain keeps the journal's last
+        state, and a write anchored in that file records the journal's last state as ``prev``.
+
+        Raises:
+            InvalidEntryError: the entry breaks a rule of :func:`agentmemory.check_entry`
+                (checked before the lock is taken).
+            EntryTooLargeError: content over ``max_entry_bytes``.
+            ConflictError: ``if_hash`` is not the file's hash (``""``: there must be no file).
+            StoreLockedError: another writer held the folder for over ``lock_timeout_s``.
+        A refused put writes nothing.
+        """
+        check_entry(entry)
+        with self._writing() as cur:
+            scope, name = entry.scope, entry.name
+            key = f"{scope}/{name}"
+            found = self._read_file(scope, name)
+            journaled = cur.entries.get(key)
+            chain = journaled[0] if journaled else ""
+            seq = cur.seq + 1
+            now = self._now(cur)
+            pre: builtins.list[Change] = []
+            unjournalable = False
+            if found is None and journaled is not None:
+                gone = self._removed(key, chain, seq, now, cur)
+                if gone is not None:
+                    pre.append(gone)
+            elif found is not None and _differs(found, journaled):
+                if self._journalable(found):
+                    unjournalable = True
+                else:
+                    pre.append(self._reconciled(found, chain, seq, now))
+            change = plan_put(
+                entry,
+                found,
+                limit=self._limit,
+                seq=seq + len(pre),
+                now=now,
+                if_hash=if_hash,
+                based_on=based_on,
+                session=session,
+            )
+            if pre:
+                chain = "" if pre[-1].entry.deleted else pre[-1].entry.hash
+            prev = change.prev
+            if unjournalable and found is not None and prev == found.hash:
+                prev = chain
+            change = dataclasses.replace(change, prev=prev, replaced=chain)
+            folder = self._root / scope
+
+            def write_file() -> None:
+                folder.mkdir(exist_ok=True)
+                write_atomic(folder / f"{name}{ENTRY_SUFFIX}", render_entry_file(change.entry))
+
+            self._commit(cur, [*pre, change], {scope}, write_file)
+        return change.copy()
+
+    def forget(self, scope: str, name: str, *, session: str | None = None) -> Change:
+        """Remove the entry file and append a tombstone (the last content and meta,
+        ``deleted=True``); return the tombstone.
+
+        A person's edit is journaled first, as for :meth:`put`; for a file the store cannot
+        journal, the tombstone carries the journal's last record of the entry, or the file's
+        content when the journal has none.
+
+        Raises:
+            NotFoundError: there is no entry file ``scope/name``; nothing is written.
+            StoreLockedError: another writer held the folder for over ``lock_timeout_s``.
+        """
+        if not (valid_name(scope) and valid_name(name)):
+            raise NotFoundError(scope, name)
+        with self._writing() as cur:
+            key = f"{scope}/{name}"
+            found = self._read_file(scope, name)
+            if found is None:
+                raise NotFoundError(scope, name)
+            journaled = cur.entries.get(key)
+            chain = journaled[0] if journaled else ""
+            seq = cur.seq + 1
+            now = self._now(cur)
+            pre: builtins.list[Change] = []
+            base = found
+            if _differs(found, journaled):
+                if self._journalable(found):
+                    last = (
+                        find_last_record(self.journal_path, before=cur.off, key=key)
+                        if journaled
+                        else None
+                    )
+                    if last is not None and not last.entry.deleted:
+                        base = last.entry
+                else:
+                    pre.append(self._reconciled(found, chain, seq, now))
+                    chain = found.hash
+            tomb = plan_forget(base, seq=seq + len(pre), now=now, session=session)
+            tomb = dataclasses.replace(tomb, prev=chain, replaced=chain)
+            path = self._root / scope / f"{name}{ENTRY_SUFFIX}"
+
+            def remove_file() -> None:
+                remove_durably(path)
+
+            self._commit(cur, [*pre, tomb], {scope}, remove_file)
+        return tomb.copy()
+
+    def reconcile(self) -> Reconciliation:
+        """Journal what a person changed by hand since the journal last recorded each entry.
+
+        Every entry file is compared with the state the journal left (read from the cursor,
+        not the whole journal): an edited file becomes a reconciled record of its content,
+        meta and modification time; an added file a reconciled create; a removed file a
+        reconciled tombstone carrying its last whole record (nothing, when the journal has no
+        whole record of it). The records have ``source="reconciled"``, no session, one ``at``,
+        ``prev == replaced ==`` the journal's last hash, and come in ``scope/name`` byte order.
+        Touched scopes get their INDEX.md rewritten. A file the store cannot journal is left
+        alone and listed in ``unjournaled``. Nothing to do writes nothing.
+
+        Its cost grows with the number of entry files (it opens every one).
+
+        Raises:
+            StoreLockedError: another writer held the folder for over ``lock_timeout_s``.
+        """
+        with self._writing() as cur:
+            files: dict[str, Entry] = {}
+            for scope in self._scopes():
+                for e in self._read_scope(scope):
+                    files[e.key] = e
+            now = self._now(cur)
+            seq = cur.seq
+            changes: builtins.list[Change] = []
+            skipped: builtins.list[UnjournaledFile] = []
+            for key in sorted(set(files) | set(cur.entries), key=lambda k: k.encode()):
+                found = files.get(key)
+                journaled = cur.entries.get(key)
+                chain = journaled[0] if journaled else ""
+                if found is None:
+                    gone = self._removed(key, chain, seq + 1, now, cur)
+                    if gone is not None:
+                        changes.append(gone)
+                        seq += 1
+                    continue
+                if not _differs(found, journaled):
+                    continue
+                reason = self._journalable(found)
+                if reason:
+                    path = self._root / found.scope / f"{found.name}{ENTRY_SUFFIX}"
+                    skipped.append(UnjournaledFile(path, key, reason))
+                    continue
+                seq += 1
+                changes.append(self._reconciled(found, chain, seq, now))
+            self._commit(cur, changes, {c.entry.scope for c in changes})
+            return Reconciliation(changes=changes, unjournaled=skipped, damaged=self._damage_seen)
+
+    # -- recall (an in-memory BM25 index, built on first use, following the journal) ---------
+
+    def _follow(self, changes: builtins.list[Change], start: int, off: int) -> None:
+        """Apply this handle's own records, appended at byte ``start``, to the BM25 index when
+        it is built and has followed the journal that far; otherwise the next search reads them
+        from the journal."""
+        with self._lexicon_lock:
+            if self._lexicon_off is None or self._lexicon_off != start:
+                return
+            for c in changes:
+                if c.entry.deleted:
+                    self._lexicon.remove(c.entry.scope, c.entry.name)
+                else:
+                    self._lexicon.put(c.entry)
+            self._lexicon_off = off
+
+    def _current_lexicon(self) -> BM25Index[Entry]:
+        """The BM25 index, built from the entry files on first use and brought up to date with
+        records other handles appended since (read from the journal, not the files)."""
+        if self._lexicon_off is None:
+            self._lexicon.clear()
+            try:
+                off = self.journal_path.stat().st_size
+            except FileNotFoundError:
+                off = 0
+            for scope in self._scopes():
+                for e in self._read_scope(scope):
+                    self._lexicon.put(e)
+            self._lexicon_off = off
+            return self._lexicon
+        try:
+            size = self.journal_path.stat().st_size
+        except FileNotFoundError:
+            size = 0
+        if size > self._lexicon_off:
+            for _, end, item in scan_journal(self.journal_path, self._lexicon_off):
+                if isinstance(item, Change):
+                    if item.entry.deleted:
+                        self._lexicon.remove(item.entry.scope, item.entry.name)
+                    else:
+                        self._lexicon.put(item.entry)
+                self._lexicon_off = end
+        return self._lexicon
+
+    def search_text(
+        self, query: str, *, scopes: Sequence[str], limit: int
+    ) -> builtins.list[tuple[Entry, float]]:
+        """The lexical leg: at most ``limit`` ``(entry, BM25 score)`` pairs of ``scopes``, best
+        first, every score above 0.
+
+        The index (:class:`recallers.BM25Index`, in memory) is built from the entry files on
+        first use, follows this handle's writes and reconciles, and reads the records other
+        handles or processes appended from the journal before each search. A person's edit is
+        seen after the next write to that entry or :meth:`reconcile`.
+
+        Raises :class:`~agentmemory.InvalidEntryError` for a scope that is not kebab-case.
+        """
+        for s in scopes:
+            check_scope(s)
+        self._check_open()
+        with self._lexicon_lock:
+            found = self._current_lexicon().search_text(query, scopes=scopes, limit=limit)
+            return [(e.copy(), score) for e, score in found]
+
+    def recall(
+        self, query: str, *, scopes: Sequence[str], limit: int = 5, mode: str = "auto"
+    ) -> builtins.list[Hit[Entry]]:
+        """At most ``limit`` entries of ``scopes`` ranked by BM25 for ``query``, best first
+        (``mode`` ``"auto"`` or ``"bm25"``). See :func:`agentmemory.store.recall_entries` for
+        the errors (:class:`~agentmemory.EmptyQueryError`, :class:`~agentmemory.InvalidEntryError`,
+        ``ValueError``, :class:`~agentmemory.RecallModeError`)."""
+        return recall_entries(
+            self, query, scopes=scopes, limit=limit, mode=mode, bm25=BM25Recaller(self)
+        )
+
+    # -- lifetime --------------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise AgentMemoryError(
+                f"agentmemory: store {self._root} is closed; open a new FileStore to use it"
+            )
+
+    def close(self) -> None:
+        """Drop the in-memory index; idempotent. Later calls raise
+        :class:`~agentmemory.AgentMemoryError`. (No lock is held between writes.)"""
+        self._closed = True
+        with self._lexicon_lock:
+            self._lexicon.clear()
+            self._lexicon_off = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"FileStore({str(self._root)!r}, max_entry_bytes={self._limit})"
