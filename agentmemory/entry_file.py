@@ -129,16 +129,17 @@ def meta_hash(meta: Mapping[str, str] | None) -> str:
     return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
 
 
-def render_index(scope: str, entries: Iterable[Entry]) -> bytes:
-    """The bytes of ``<scope>/INDEX.md``: ``# <scope>``, a blank line, then one
-    ``- [<name>](<name>.md)`` line per entry in name order, with `` — <description>`` when the
-    entry has one; ``No entries.`` when there are none. Every line ends in ``\\n``."""
+def render_index(scope: str, entries: Iterable[tuple[str, str]]) -> bytes:
+    """The bytes of ``<scope>/INDEX.md`` for ``(name, description)`` pairs: ``# <scope>``, a blank
+    line, then one ``- [<name>](<name>.md)`` line per entry in name order, with
+    `` — <description>`` when the description is not empty; ``No entries.`` when there are none.
+    Every line ends in ``\n``."""
     lines = [f"# {scope}\n\n"]
-    ordered = sorted(entries, key=lambda e: e.name.encode())
-    for e in ordered:
-        line = f"- [{e.name}]({e.name}{ENTRY_SUFFIX})"
-        if e.description:
-            line += f" \u2014 {e.description}"
+    ordered = sorted(entries)  # names are ASCII, so text order is byte order
+    for name, description in ordered:
+        line = f"- [{name}]({name}{ENTRY_SUFFIX})"
+        if description:
+            line += f" \u2014 {description}"
         lines.append(line + "\n")
     if not ordered:
         lines.append("No entries.\n")

@@ -29,6 +29,7 @@ import contextlib
 import dataclasses
 import logging
 import os
+import stat
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -173,6 +174,7 @@ class FileStore:
         self._lexicon_off: int | None = None  # journal offset the index has followed to
         self._lexicon_lock = threading.Lock()
         self._damage_seen: list[DamagedLine] = []
+        self._index_cache: dict[str, dict[str, tuple[tuple[int, int, int], str]]] = {}
         self._cursor_moved = False
 
     # -- properties --------------------------------------------------------------------------
@@ -452,10 +454,37 @@ class FileStore:
         self._follow(changes, start, cur.off)
 
     def _write_index(self, scope: str) -> None:
+        """Rewrite ``<scope>/INDEX.md`` from the entry files as they are now. A file's
+        description is read again only when its (mtime, size, inode) changed since this handle
+        last read it, so a write costs one ``stat`` per entry of the scope, not one read."""
         folder = self._root / scope
-        if not folder.is_dir():
+        try:
+            items = list(os.scandir(folder))
+        except (FileNotFoundError, NotADirectoryError):
             return
-        write_atomic(folder / INDEX_NAME, render_index(scope, self._read_scope(scope)))
+        known = self._index_cache.get(scope, {})
+        seen: dict[str, tuple[tuple[int, int, int], str]] = {}
+        for d in items:
+            stem = d.name[: -len(ENTRY_SUFFIX)] if d.name.endswith(ENTRY_SUFFIX) else ""
+            if not valid_name(stem):
+                continue
+            try:
+                st = d.stat()
+            except FileNotFoundError:
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                continue
+            sig = (st.st_mtime_ns, st.st_size, st.st_ino)
+            hit = known.get(stem)
+            if hit is not None and hit[0] == sig:
+                seen[stem] = hit
+                continue
+            e = self._read_file(scope, stem)
+            if e is not None:
+                seen[stem] = (sig, e.description)
+        self._index_cache[scope] = seen
+        pairs = [(name, desc) for name, (_, desc) in seen.items()]
+        write_atomic(folder / INDEX_NAME, render_index(scope, pairs), sync=False)
 
     def put(
         self,
