@@ -13,19 +13,7 @@ from __future__ import annotations
 from recallers import Hit
 
 from .chroma_store import ChromaStore, IndexReport
-from .entries import (
-    DEFAULT_MAX_ENTRY_BYTES,
-    MAX_META_BYTES,
-    MAX_NAME_BYTES,
-    META_DESCRIPTION,
-    SOURCE_RECONCILED,
-    Change,
-    Entry,
-    check_entry,
-    content_hash,
-    matches,
-    valid_name,
-)
+from .entries import META_DESCRIPTION, SOURCE_RECONCILED, Change, Entry, content_hash
 from .errors import (
     AgentMemoryError,
     BudgetError,
@@ -34,7 +22,6 @@ from .errors import (
     DataNotFoundError,
     DownloadError,
     EmbedderMismatchError,
-    EmptyQueryError,
     EntryTooLargeError,
     IndexOutOfStepError,
     IndexOutOfStepWarning,
@@ -72,9 +59,17 @@ from .render import (
     render,
     render_parts,
 )
+from .rules import (
+    DEFAULT_MAX_ENTRY_BYTES,
+    MAX_META_BYTES,
+    MAX_NAME_BYTES,
+    check_entry,
+    matches,
+    valid_name,
+)
 from .session import current_session, session
 from .sqlite_store import SqliteStore
-from .store import Store
+from .store import EmptyQueryError, Store
 from .tool_adapters import dispatch_anthropic, dispatch_openai, to_anthropic, to_openai
 from .tools import (
     DEFAULT_SEARCH_BYTES,

@@ -72,14 +72,7 @@ import numpy.typing as npt
 from embedders import Embedder, same_vectors
 from recallers import DEFAULT_FUSION, BM25Recaller, Fusion, Hit, VectorRecaller
 
-from .entries import (
-    DEFAULT_MAX_ENTRY_BYTES,
-    Change,
-    Entry,
-    check_scope,
-    content_hash,
-    valid_name,
-)
+from .entries import Change, Entry, content_hash
 from .errors import (
     AgentMemoryError,
     EmbedderMismatchError,
@@ -89,6 +82,7 @@ from .errors import (
 )
 from .folder_lock import DEFAULT_LOCK_TIMEOUT_S, FolderLock
 from .mem_store import utc_now
+from .rules import DEFAULT_MAX_ENTRY_BYTES, check_scope, valid_name
 from .sqlite_store import DEFAULT_BUSY_TIMEOUT_S, SqliteStore
 from .store import recall_entries
 

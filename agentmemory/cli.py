@@ -334,8 +334,8 @@ def _open_index(
     switches models unasked). IndexOutOfStepWarning is printed as one ``agentmemory:`` line on
     stderr (unless the index is about to be rebuilt)."""
     from .chroma_store import ChromaStore
-    from .entries import DEFAULT_MAX_ENTRY_BYTES
     from .errors import EmbedderMismatchError, IndexOutOfStepWarning
+    from .rules import DEFAULT_MAX_ENTRY_BYTES
 
     folder = _store_dir(path)
     if create:
@@ -440,7 +440,7 @@ def _live_scopes(store: SqliteStore) -> list[str]:
 
 
 def _echo_json(value: object) -> None:
-    from .journal import go_json
+    from .wire import go_json
 
     click.echo(go_json(value))
 
@@ -509,7 +509,7 @@ def save_command(
     """
     from .entries import Entry
     from .errors import IndexWriteError, NotFoundError
-    from .journal import encode_change
+    from .wire import encode_change
 
     scope, name = _parse_key(key)
     if content is None or content == "-":
@@ -553,7 +553,7 @@ def save_command(
 @_json_option
 def get_command(key: str, path: Path | None, as_json: bool) -> None:
     """Print the live entry KEY (SCOPE/NAME): a header, its meta, then its content."""
-    from .journal import encode_entry
+    from .wire import encode_entry
 
     scope, name = _parse_key(key)
     with _open_journal(path) as store:
@@ -578,7 +578,7 @@ def list_command(scopes: tuple[str, ...], full: bool, path: Path | None, as_json
 
     With --json: one entry per line, in the form `agentmemory import` reads back.
     """
-    from .journal import encode_entry
+    from .wire import encode_entry
 
     with _open_journal(path) as store:
         wanted = list(dict.fromkeys(scopes)) or _live_scopes(store)
@@ -616,7 +616,7 @@ def forget_command(
     The tombstone keeps the last content, so `agentmemory journal` still shows it.
     """
     from .errors import IndexWriteError
-    from .journal import encode_change
+    from .wire import encode_change
 
     scope, name = _parse_key(key)
     with _open_index(path, embedder_name, create=False) as store:
@@ -767,7 +767,7 @@ def journal_command(after: int, limit: int | None, path: Path | None, as_json: b
 
     With --json: one record per line in the Go module's journal.jsonl form.
     """
-    from .journal import encode_change
+    from .wire import encode_change
 
     with _open_journal(path) as store:
         shown = 0
@@ -792,7 +792,8 @@ def lost_updates_command(after: int, path: Path | None, as_json: bool) -> None:
     Each is a journal record whose writer read (or was shown) an older version of the entry
     than the journal held when it wrote; the change in between was overwritten unseen.
     """
-    from .journal import encode_change, lost_updates
+    from .journal import lost_updates
+    from .wire import encode_change
 
     with _open_journal(path) as store:
         found = lost_updates(store, after)
@@ -912,7 +913,8 @@ def _read_lines(source: str) -> tuple[str, list[str]]:
 
 def _entry_from_line(text: str, default_scope: str | None, limit: int) -> Entry:
     """Parse and check one line; raises ``ValueError`` (or an entry error) saying why not."""
-    from .entries import Entry, check_entry
+    from .entries import Entry
+    from .rules import check_entry
 
     try:
         data = json.loads(text)
@@ -950,7 +952,7 @@ def _entry_from_line(text: str, default_scope: str | None, limit: int) -> Entry:
 def _parse_import(label: str, lines: Sequence[str], default_scope: str | None) -> list[_ImportLine]:
     """Every entry of the file, checked; a :class:`CliError` naming the first bad line (and
     how many more there are) when any line is bad, before anything is written."""
-    from .entries import DEFAULT_MAX_ENTRY_BYTES
+    from .rules import DEFAULT_MAX_ENTRY_BYTES
 
     out: list[_ImportLine] = []
     seen: dict[tuple[str, str], int] = {}

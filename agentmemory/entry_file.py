@@ -22,7 +22,9 @@ import hashlib
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 
-from .entries import Entry, format_time, parse_time, valid_name
+from .entries import Entry
+from .rules import valid_name
+from .wire import format_time, parse_time
 
 __all__ = [
     "ENTRY_SUFFIX",

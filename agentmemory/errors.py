@@ -7,14 +7,16 @@ from it (``KeyError`` for a missing entry, ``ValueError`` for bad input, ``Timeo
 lock), so ``except ValueError`` keeps working for callers that know nothing of this library.
 
 The wording follows the Go module the contract comes from (docs/contract.md#errors).
+
+This module imports nothing else (the import graph's bottom); so ``EmptyQueryError``, which is
+also a :class:`recallers.EmptyQueryError`, lives with the store's query check in
+:mod:`agentmemory.store`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
-
-import recallers
 
 if TYPE_CHECKING:
     from .entries import Change
@@ -27,7 +29,6 @@ __all__ = [
     "DataNotFoundError",
     "DownloadError",
     "EmbedderMismatchError",
-    "EmptyQueryError",
     "EntryTooLargeError",
     "IndexOutOfStepError",
     "IndexOutOfStepWarning",
@@ -205,15 +206,6 @@ class EmbedderMismatchError(AgentMemoryError, ValueError):
             "open it with that embedder, or open it with reindex=True (or call reindex()) "
             "to rebuild the index with the new one"
         )
-
-
-class EmptyQueryError(AgentMemoryError, recallers.EmptyQueryError):
-    """A search query that is empty or only white space. Nothing was searched.
-
-    Also a :class:`recallers.EmptyQueryError` (and so a ``ValueError``)."""
-
-    def __init__(self, query: str = "") -> None:
-        super().__init__(query)
 
 
 class RecallModeError(AgentMemoryError, ValueError):

@@ -40,17 +40,7 @@ from typing import Self
 from recallers import DEFAULT_TOKENIZER, BM25Index, BM25Recaller, Hit, Tokenizer
 
 from .atomic_write import remove_durably, write_atomic
-from .entries import (
-    DEFAULT_MAX_ENTRY_BYTES,
-    SOURCE_RECONCILED,
-    Change,
-    Entry,
-    check_entry,
-    check_scope,
-    format_time,
-    parse_time,
-    valid_name,
-)
+from .entries import SOURCE_RECONCILED, Change, Entry
 from .entry_file import (
     ENTRY_SUFFIX,
     INDEX_NAME,
@@ -73,7 +63,9 @@ from .journal_file import (
 )
 from .lock_file import DEFAULT_LOCK_TIMEOUT_S, LockFile, LockHolder, break_lock, read_holder
 from .mem_store import utc_now
+from .rules import DEFAULT_MAX_ENTRY_BYTES, check_entry, check_scope, valid_name
 from .store import plan_forget, plan_put, recall_entries, search_entries
+from .wire import format_time, parse_time
 
 __all__ = ["FileStore", "Reconciliation", "UnjournaledFile"]
 

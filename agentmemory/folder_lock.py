@@ -29,8 +29,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Self
 
-from .entries import format_time
 from .errors import StoreLockedError
+from .wire import format_time
 
 __all__ = ["DEFAULT_LOCK_TIMEOUT_S", "LOCK_FILE_NAME", "FolderLock", "describe_holder"]
 

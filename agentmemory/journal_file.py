@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from .entries import Change, valid_name
+from .entries import Change
 from .entry_file import meta_hash
-from .journal import decode_change, encode_change, go_json
+from .rules import valid_name
+from .wire import decode_change, encode_change, go_json
 
 __all__ = [
     "HEAD_BYTES",

@@ -39,9 +39,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from .atomic_write import TEMP_PREFIX
-from .entries import format_time
 from .errors import StoreLockedError
-from .journal import go_json
+from .wire import format_time, go_json
 
 __all__ = [
     "CLAIM_PREFIX",

@@ -21,7 +21,7 @@ from typing import Any
 
 from .entries import content_hash
 from .errors import ManifestBaseError, ManifestRecordError
-from .journal import go_json
+from .wire import go_json
 
 __all__ = [
     "MANIFEST_FOLD_DEPTH",

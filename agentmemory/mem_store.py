@@ -10,8 +10,9 @@ from typing import Self
 
 from recallers import DEFAULT_TOKENIZER, BM25Index, BM25Recaller, Hit, Tokenizer
 
-from .entries import DEFAULT_MAX_ENTRY_BYTES, Change, Entry, check_scope
+from .entries import Change, Entry
 from .errors import NotFoundError
+from .rules import DEFAULT_MAX_ENTRY_BYTES, check_scope
 from .store import plan_forget, plan_put, recall_entries, search_entries
 
 __all__ = ["MemStore"]

@@ -31,9 +31,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from .entries import Entry, check_scope, go_quote, utf8_len
+from .entries import Entry, utf8_len
 from .errors import BudgetError, InvalidEntryError
 from .manifest import OMIT_BUDGET, Manifest, ManifestEntry
+from .rules import check_scope
+from .wire import go_quote
 
 __all__ = [
     "DEFAULT_MAX_TOTAL_BYTES",

@@ -56,19 +56,12 @@ from recallers import (
     create_tables,
 )
 
-from .entries import (
-    DEFAULT_MAX_ENTRY_BYTES,
-    Change,
-    Entry,
-    check_entry,
-    check_scope,
-    format_time,
-    parse_time,
-)
+from .entries import Change, Entry
 from .errors import AgentMemoryError, NotFoundError, StoreFormatError, StoreLockedError
-from .journal import decode_change, encode_change
 from .mem_store import utc_now
+from .rules import DEFAULT_MAX_ENTRY_BYTES, check_entry, check_scope
 from .store import plan_forget, plan_put, recall_entries, search_entries
+from .wire import decode_change, encode_change, format_time, parse_time
 
 __all__ = ["DEFAULT_BUSY_TIMEOUT_S", "MIGRATIONS", "Migration", "SqliteStore"]
 

@@ -12,14 +12,17 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Protocol, Self, runtime_checkable
 
+import recallers
 from recallers import DEFAULT_FUSION, Fusion, Hit, HybridRecaller, Recaller
 
-from .entries import Change, Entry, check_entry, check_scope, content_hash, matches
-from .errors import ConflictError, EmptyQueryError, RecallModeError
+from .entries import Change, Entry, content_hash
+from .errors import AgentMemoryError, ConflictError, RecallModeError
+from .rules import check_entry, check_scope, matches
 from .session import current_session
 
 __all__ = [
     "RECALL_MODES",
+    "EmptyQueryError",
     "Store",
     "plan_forget",
     "plan_put",
@@ -29,6 +32,17 @@ __all__ = [
 
 RECALL_MODES = ("auto", "hybrid", "bm25", "vector")
 """The modes of ``Store.recall``."""
+
+
+class EmptyQueryError(AgentMemoryError, recallers.EmptyQueryError):
+    """A search query that is empty or only white space. Nothing was searched.
+
+    Also a :class:`recallers.EmptyQueryError` (and so a ``ValueError``). It lives here, beside the
+    store's query check, rather than in :mod:`agentmemory.errors`, so that module imports nothing
+    (importing :mod:`recallers` there would pull the recall stack into every error import)."""
+
+    def __init__(self, query: str = "") -> None:
+        super().__init__(query)
 
 
 @runtime_checkable

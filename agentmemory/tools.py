@@ -26,18 +26,19 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .entries import Change, Entry, check_scope, content_hash, go_quote, utf8_len, valid_name
+from .entries import Change, Entry, content_hash, utf8_len
 from .errors import (
     AgentMemoryError,
     ConflictError,
-    EmptyQueryError,
     IndexWriteError,
     InvalidEntryError,
     NotFoundError,
     ToolConfigError,
 )
 from .manifest import Manifest
-from .store import Store
+from .rules import check_scope, valid_name
+from .store import EmptyQueryError, Store
+from .wire import go_quote
 
 if TYPE_CHECKING:  # jsonschema is imported when the first Tool is built, not by import agentmemory
     import jsonschema

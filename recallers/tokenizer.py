@@ -190,6 +190,12 @@ def _digest(words: Iterable[str]) -> str:
     return hashlib.sha256("\n".join(sorted(words)).encode("utf-8")).hexdigest()[:12]
 
 
+_DEFAULT_STEMMER = "english"
+"""The default Snowball language. Every Snowball release has it, so it is not checked against
+PyStemmer's list at construction: building :data:`DEFAULT_TOKENIZER` imports nothing, and PyStemmer
+is loaded on the first text that has a word to stem."""
+
+
 @dataclass(frozen=True, slots=True)
 class Tokenizer:
     """The tokenizer, with its two options; call it on a text to get its terms.
@@ -207,17 +213,20 @@ class Tokenizer:
         stemmer: a Snowball language for PyStemmer (``"english"``, the default; see
             :func:`stemmer_languages`), or ``None`` for no stemming.
 
+    PyStemmer is imported on first use: when a text first has a word to stem, or when a language
+    other than ``"english"`` is checked at construction.
+
     Raises:
         ValueError: ``stemmer`` names no Snowball language (at construction, never on a text).
     """
 
     stopwords: frozenset[str] = field(default=ENGLISH_STOPWORDS)
-    stemmer: str | None = "english"
+    stemmer: str | None = _DEFAULT_STEMMER
 
     def __post_init__(self) -> None:
         words = frozenset(w.casefold() for w in self.stopwords)
         object.__setattr__(self, "stopwords", words)
-        if self.stemmer is not None:
+        if self.stemmer is not None and self.stemmer != _DEFAULT_STEMMER:
             languages = stemmer_languages()
             if self.stemmer not in languages:
                 raise ValueError(
@@ -254,7 +263,7 @@ class Tokenizer:
                         stemmable.append(len(terms))
                     terms.append(p)
         if stemmable:
-            stemmer = _stemmer(self.stemmer or "english")
+            stemmer = _stemmer(self.stemmer or _DEFAULT_STEMMER)
             stems = stemmer.stemWords([terms[i] for i in stemmable])
             for i, s in zip(stemmable, stems, strict=True):
                 if s:

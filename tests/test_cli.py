@@ -18,7 +18,7 @@ from conftest import need_shared_data
 
 from agentmemory import ChromaStore, Entry, SqliteStore
 from agentmemory.cli import main
-from agentmemory.journal import decode_change
+from agentmemory.wire import decode_change
 from embedders import HashingEmbedder
 
 SCRIPT = Path(sys.executable).with_name("agentmemory")

@@ -24,8 +24,7 @@ from agentmemory import (
     matches,
     valid_name,
 )
-from agentmemory.entries import format_time, go_quote, parse_time
-from agentmemory.journal import decode_change, encode_change
+from agentmemory.wire import decode_change, encode_change, format_time, go_quote, parse_time
 
 VALID = ["a", "style", "a-b-c", "a1-2b", "0", "a" * 64]
 INVALID = ["", "A", "a b", "a_b", "a.b", "a--b", "-a", "a-", "ä", "a/b", "..", "a" * 65]

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from agentmemory import Entry, FileStore, StoreLockedError
-from agentmemory.entries import format_time
 from agentmemory.lock_file import LockFile, LockHolder
+from agentmemory.wire import format_time
 
 
 @pytest.fixture

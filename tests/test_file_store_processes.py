@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from agentmemory import Entry, FileStore, lost_updates
-from agentmemory.entries import format_time
+from agentmemory.wire import format_time
 
 PROC = str(Path(__file__).with_name("file_store_proc.py"))
 ENV = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}

@@ -33,8 +33,8 @@ from agentmemory import (
     StoreLockedError,
     content_hash,
 )
-from agentmemory.journal import decode_change, encode_change
 from agentmemory.sqlite_store import MIGRATIONS, Migration
+from agentmemory.wire import decode_change, encode_change
 
 WRITER_SCRIPT = Path(__file__).with_name("sqlite_writer_proc.py")
 PROCESSES = 4

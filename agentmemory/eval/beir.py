@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..entries import MAX_NAME_BYTES, Entry, valid_name
+from ..entries import Entry
 from ..errors import DataFormatError
+from ..rules import MAX_NAME_BYTES, valid_name
 
 __all__ = [
     "BEIR_MAX_ENTRY_BYTES",

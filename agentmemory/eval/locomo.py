@@ -30,8 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..entries import Entry, valid_name
+from ..entries import Entry
 from ..errors import DataFormatError
+from ..rules import valid_name
 
 __all__ = [
     "CATEGORY_NAMES",

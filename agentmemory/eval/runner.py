@@ -36,7 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..entries import DEFAULT_MAX_ENTRY_BYTES, Entry
+from ..entries import Entry
+from ..rules import DEFAULT_MAX_ENTRY_BYTES
 from .beir import BEIR_MAX_ENTRY_BYTES, doc_entries, load_beir
 from .download import DATASETS, cache_dir, find_data
 from .locomo import CATEGORY_NAMES, TurnFormat, load_locomo, turn_entries

@@ -1,0 +1,221 @@
+"""What ``import agentmemory`` loads, and the import graph of our modules (in the manner of click's
+``tests/test_imports.py``: a fresh interpreter imports the package and reports ``sys.modules``)."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("agentmemory", "embedders", "recallers")
+
+# Every module of ours that `import agentmemory` loads. A module joins this list on purpose: the CLI,
+# the MCP server, eval, the demo and the JSON Lines transfer are imported by whoever uses them.
+OURS_ON_IMPORT = {
+    "agentmemory",
+    "agentmemory.atomic_write",
+    "agentmemory.chroma_store",
+    "agentmemory.entries",
+    "agentmemory.entry_file",
+    "agentmemory.errors",
+    "agentmemory.file_store",
+    "agentmemory.folder_lock",
+    "agentmemory.journal",
+    "agentmemory.journal_file",
+    "agentmemory.lock_file",
+    "agentmemory.manifest",
+    "agentmemory.mem_store",
+    "agentmemory.render",
+    "agentmemory.rules",
+    "agentmemory.session",
+    "agentmemory.sqlite_store",
+    "agentmemory.store",
+    "agentmemory.tool_adapters",
+    "agentmemory.tools",
+    "agentmemory.usage",
+    "agentmemory.wire",
+    "embedders",
+    "embedders.chroma_adapter",
+    "embedders.fingerprint",
+    "embedders.hashing",
+    "embedders.model_folder",
+    "embedders.onnx_embedder",
+    "embedders.protocol",
+    "embedders.registry",
+    "embedders.sentence_transformer",
+    "recallers",
+    "recallers.bm25",
+    "recallers.errors",
+    "recallers.fts5",
+    "recallers.hits",
+    "recallers.hybrid",
+    "recallers.protocol",
+    "recallers.tokenizer",
+    "recallers.vector",
+}
+
+# The third-party top-level packages `import agentmemory` may load: numpy (vectors are numpy arrays
+# in every signature). Not PyStemmer (loaded on the first text to stem), not chromadb, torch,
+# sentence-transformers, onnxruntime, jsonschema, click or the mcp SDK (loaded on first use).
+THIRD_PARTY_ON_IMPORT = {"numpy"}
+
+_REPORT = """
+import json, sys
+before = set(sys.modules)
+import agentmemory
+print(json.dumps(sorted(set(sys.modules) - before)))
+"""
+
+
+def _loaded_by_import() -> list[str]:
+    out = subprocess.run(
+        [sys.executable, "-c", _REPORT], capture_output=True, text=True, check=True, cwd=ROOT
+    ).stdout
+    loaded: list[str] = json.loads(out)
+    return loaded
+
+
+def test_import_agentmemory_loads_only_the_allow_listed_modules() -> None:
+    loaded = _loaded_by_import()
+    ours = {m for m in loaded if m.split(".")[0] in PACKAGES}
+    assert ours == OURS_ON_IMPORT, (
+        f"import agentmemory now also loads {sorted(ours - OURS_ON_IMPORT)} "
+        f"and no longer loads {sorted(OURS_ON_IMPORT - ours)}"
+    )
+    tops = {m.split(".")[0] for m in loaded}
+    third_party = {
+        t
+        for t in tops
+        if t not in sys.stdlib_module_names and t not in PACKAGES and not t.startswith("_")
+    }
+    assert third_party <= THIRD_PARTY_ON_IMPORT, (
+        f"import agentmemory loads {sorted(third_party - THIRD_PARTY_ON_IMPORT)}"
+    )
+    assert "Stemmer" not in tops
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _import_time_imports(path: Path) -> set[str]:
+    """The modules of ours ``path`` imports when it is imported: top-level statements (and the
+    bodies of top-level ``if``/``try`` other than ``if TYPE_CHECKING``), not function bodies."""
+    name = _module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+
+    def visit(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, ast.If) and not _is_type_checking(node):
+                visit(node.body)
+                visit(node.orelse)
+            elif isinstance(node, ast.Try):
+                visit(node.body)
+            elif isinstance(node, ast.Import):
+                found.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")
+                    base = base[: len(base) - node.level + 1]
+                    mod = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    mod = node.module or ""
+                found.add(mod)
+                # `from . import x` and `from .pkg import sub` may name submodules
+                found.update(f"{mod}.{a.name}" for a in node.names)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")).body)
+    return found
+
+
+def _graph() -> dict[str, set[str]]:
+    paths = [p for pkg in PACKAGES for p in sorted((ROOT / pkg).rglob("*.py"))]
+    modules = {_module_name(p): p for p in paths}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        targets = {m for m in _import_time_imports(path) if m in modules and m != name}
+        # importing a.b.c runs a and a.b first, so a package's own __init__ is not an edge
+        graph[name] = {t for t in targets if not name.startswith(t + ".")}
+    return graph
+
+
+# The bottom of the graph: what each of these may import of ours when imported.
+BOTTOM = {
+    "agentmemory.entries": set(),  # Entry, Change, content_hash: the records
+    "agentmemory.errors": set(),  # the error tree
+    "agentmemory.wire": {"agentmemory.entries"},  # the Go module's wire forms
+    "agentmemory.rules": {"agentmemory.entries", "agentmemory.errors", "agentmemory.wire"},
+    "agentmemory.journal": {"agentmemory.entries"},  # lost updates
+    "recallers.tokenizer": set(),
+    "recallers.errors": set(),
+}
+
+
+@pytest.mark.parametrize("module", sorted(BOTTOM))
+def test_the_bottom_modules_import_only_what_they_are_allowed(module: str) -> None:
+    assert _graph()[module] == BOTTOM[module]
+
+
+def test_our_import_graph_is_acyclic() -> None:
+    graph = _graph()
+    state: dict[str, int] = {}  # 1 visiting, 2 done
+    cycles: list[list[str]] = []
+
+    def walk(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                cycles.append([*path[path.index(nxt) :], nxt])
+            elif nxt not in state:
+                walk(nxt, [*path, nxt])
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            walk(node, [node])
+    assert not cycles, f"import cycles: {cycles}"
+
+
+def _init_public_names(path: Path) -> set[str]:
+    """Public names an ``__init__.py`` defines or imports from our packages."""
+    names: set[str] = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.ImportFrom) and (
+            node.level >= 1 or (node.module or "").split(".")[0] in PACKAGES
+        ):
+            names.update(a.asname or a.name for a in node.names)
+        elif isinstance(node, ast.FunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return {n for n in names if not n.startswith("_")}
+
+
+@pytest.mark.parametrize("package", [*PACKAGES, "agentmemory.eval"])
+def test_all_lists_every_public_name_the_package_defines_or_re_exports(package: str) -> None:
+    # httpx's test_all_imports_are_exported: __all__ is the package's public surface, exactly
+    mod = importlib.import_module(package)
+    path = Path(mod.__file__ or "")
+    public = _init_public_names(path)
+    listed = set(mod.__all__)
+    assert public - listed == set(), f"{package} exports {sorted(public - listed)} without __all__"
+    assert listed - public == set(), f"{package}.__all__ lists {sorted(listed - public)}"
