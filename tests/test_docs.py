@@ -100,6 +100,24 @@ def test_the_docs_exist_with_an_index() -> None:
         assert (DOCS / name).is_file(), f"docs/{name} is missing"
 
 
+def test_the_index_links_every_section() -> None:
+    """docs/README.md links every ``## `` section of every page, so a reader finds it there."""
+    index = (DOCS / "README.md").read_text(encoding="utf-8")
+    missing: list[str] = []
+    for page in sorted(DOCS.glob("*.md")):
+        if page.name == "README.md":
+            continue
+        fenced = False
+        for line in page.read_text(encoding="utf-8").splitlines():
+            if FENCE.match(line):
+                fenced = not fenced
+            elif not fenced and line.startswith("## "):
+                target = f"({page.name}#{slug(line[3:])})"
+                if target not in index:
+                    missing.append(target[1:-1])
+    assert not missing, "add these sections to the index in docs/README.md:\n" + "\n".join(missing)
+
+
 def test_every_citation_in_the_code_resolves() -> None:
     pages = {p.name: anchors(p) for p in DOCS.glob("*.md")}
     broken: list[str] = []
