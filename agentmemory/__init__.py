@@ -47,6 +47,7 @@ from .manifest import (
     ManifestFold,
     apply_manifest_record,
 )
+from .markdown_folder import export_markdown, import_markdown, is_markdown_folder
 from .mem_store import MemStore
 from .render import (
     DEFAULT_MAX_TOTAL_BYTES,
@@ -140,6 +141,9 @@ __all__ = [
     "current_session",
     "dispatch_anthropic",
     "dispatch_openai",
+    "export_markdown",
+    "import_markdown",
+    "is_markdown_folder",
     "join_parts",
     "lost_updates",
     "matches",

@@ -31,7 +31,7 @@ import logging
 import os
 import stat
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -478,6 +478,60 @@ class FileStore:
         pairs = [(name, desc) for name, (_, desc) in seen.items()]
         write_atomic(folder / INDEX_NAME, render_index(scope, pairs), sync=False)
 
+    def _plan(
+        self,
+        cur: Cursor,
+        entry: Entry,
+        found: Entry | None,
+        journaled: tuple[str, str] | None,
+        seq: int,
+        now: datetime,
+        *,
+        if_hash: str | None = None,
+        based_on: str | None = None,
+        session: str | None = None,
+    ) -> builtins.list[Change]:
+        """The records a put of ``entry`` appends, numbered from ``seq``: a reconciled record of
+        a person's change to the file first when there is one, then the put's own record.
+        ``found`` is the entry file as it is (``None``: no file), ``journaled`` the state the
+        journal left (``None``: not live). Raises what :func:`agentmemory.store.plan_put`
+        raises; nothing is written here."""
+        key = entry.key
+        chain = journaled[0] if journaled else ""
+        pre: builtins.list[Change] = []
+        unjournalable = False
+        if found is None and journaled is not None:
+            gone = self._removed(key, chain, seq, now, cur)
+            if gone is not None:
+                pre.append(gone)
+        elif found is not None and _differs(found, journaled):
+            if self._journalable(found):
+                unjournalable = True
+            else:
+                pre.append(self._reconciled(found, chain, seq, now))
+        change = plan_put(
+            entry,
+            found,
+            limit=self._limit,
+            seq=seq + len(pre),
+            now=now,
+            if_hash=if_hash,
+            based_on=based_on,
+            session=session,
+        )
+        if pre:
+            chain = "" if pre[-1].entry.deleted else pre[-1].entry.hash
+        prev = change.prev
+        if unjournalable and found is not None and prev == found.hash:
+            prev = chain
+        return [*pre, dataclasses.replace(change, prev=prev, replaced=chain)]
+
+    def _write_files(self, written: dict[tuple[str, str], Entry]) -> None:
+        for (scope, name), e in written.items():
+            folder = self._root / scope
+            folder.mkdir(exist_ok=True)
+            write_atomic(folder / f"{name}{ENTRY_SUFFIX}", render_entry_file(e))
+
     def put(
         self,
         entry: Entry,
@@ -505,48 +559,71 @@ class FileStore:
         """
         check_entry(entry)
         with self._writing() as cur:
-            scope, name = entry.scope, entry.name
-            key = f"{scope}/{name}"
-            found = self._read_file(scope, name)
-            journaled = cur.entries.get(key)
-            chain = journaled[0] if journaled else ""
-            seq = cur.seq + 1
-            now = self._now(cur)
-            pre: builtins.list[Change] = []
-            unjournalable = False
-            if found is None and journaled is not None:
-                gone = self._removed(key, chain, seq, now, cur)
-                if gone is not None:
-                    pre.append(gone)
-            elif found is not None and _differs(found, journaled):
-                if self._journalable(found):
-                    unjournalable = True
-                else:
-                    pre.append(self._reconciled(found, chain, seq, now))
-            change = plan_put(
+            records = self._plan(
+                cur,
                 entry,
-                found,
-                limit=self._limit,
-                seq=seq + len(pre),
-                now=now,
+                self._read_file(entry.scope, entry.name),
+                cur.entries.get(entry.key),
+                cur.seq + 1,
+                self._now(cur),
                 if_hash=if_hash,
                 based_on=based_on,
                 session=session,
             )
-            if pre:
-                chain = "" if pre[-1].entry.deleted else pre[-1].entry.hash
-            prev = change.prev
-            if unjournalable and found is not None and prev == found.hash:
-                prev = chain
-            change = dataclasses.replace(change, prev=prev, replaced=chain)
-            folder = self._root / scope
-
-            def write_file() -> None:
-                folder.mkdir(exist_ok=True)
-                write_atomic(folder / f"{name}{ENTRY_SUFFIX}", render_entry_file(change.entry))
-
-            self._commit(cur, [*pre, change], {scope}, write_file)
+            change = records[-1]
+            written = {(entry.scope, entry.name): change.entry}
+            self._commit(cur, records, {entry.scope}, lambda: self._write_files(written))
         return change.copy()
+
+    def put_many(
+        self, entries: Iterable[Entry], *, session: str | None = None
+    ) -> builtins.list[Change]:
+        """Put every entry unconditionally under ONE lock, for bulk import; return their records
+        in the order given (with any reconciled records of a person's change in between, as
+        :meth:`put` writes them, not returned).
+
+        Every entry is checked (rules, then the bound against the file or the batch's earlier
+        entry of that name) before anything is written. The entry files are written, each
+        touched scope's INDEX.md once, and the records appended in one write. An empty
+        iterable writes nothing.
+
+        Raises:
+            InvalidEntryError, EntryTooLargeError: the first entry that breaks a rule; nothing is
+                written.
+            StoreLockedError: another writer held the folder for over ``lock_timeout_s``.
+        """
+        batch = builtins.list(entries)
+        for e in batch:
+            check_entry(e)
+        if not batch:
+            return []
+        with self._writing() as cur:
+            now = self._now(cur)
+            seq = cur.seq + 1
+            files: dict[tuple[str, str], Entry | None] = {}
+            states: dict[tuple[str, str], tuple[str, str] | None] = {}
+            records: builtins.list[Change] = []
+            own: builtins.list[Change] = []
+            for e in batch:
+                k = (e.scope, e.name)
+                if k not in files:
+                    files[k] = self._read_file(e.scope, e.name)
+                    states[k] = cur.entries.get(e.key)
+                planned = self._plan(cur, e, files[k], states[k], seq, now, session=session)
+                records.extend(planned)
+                own.append(planned[-1])
+                seq += len(planned)
+                files[k] = planned[-1].entry
+                states[k] = (planned[-1].entry.hash, meta_hash(planned[-1].entry.meta))
+            written = {k: f for k, f in files.items() if f is not None}
+            scopes = {scope for scope, _ in written}
+            self._commit(cur, records, scopes, lambda: self._write_files(written))
+        return [c.copy() for c in own]
+
+    def scopes(self) -> builtins.list[str]:
+        """The scopes with a folder (kebab-case names only), sorted."""
+        self._check_open()
+        return self._scopes()
 
     def forget(self, scope: str, name: str, *, session: str | None = None) -> Change:
         """Remove the entry file and append a tombstone (the last content and meta,

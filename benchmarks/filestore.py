@@ -74,8 +74,7 @@ def bench(n: int, args: argparse.Namespace, work: Path) -> list[str]:
     entries = corpus(n, args.scopes)
     t = time.perf_counter()
     fs = FileStore(work / f"folder-{n}")
-    for e in entries:
-        fs.put(e)
+    fs.put_many(entries)
     print(f"  {n:,}: FileStore filled in {time.perf_counter() - t:.1f} s", file=sys.stderr)
     sq = SqliteStore(work / f"db-{n}.sqlite3")
     sq.put_many(entries)
