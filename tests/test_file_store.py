@@ -116,3 +116,19 @@ def test_names_outside_the_grammar_never_reach_the_file_system(tmp_path: Path) -
     with pytest.raises(InvalidEntryError):
         st.put(Entry("..", "secret", "x"))
     assert (tmp_path / "secret.md").read_text() == "outside any scope"
+
+
+def test_the_readme_markdown_folder_example_runs_as_printed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Memory you can read") :]
+    code = section[section.index("```python\n") + 10 : section.index("```\n", 10)]
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "README.md", "exec"), {})
+    assert (
+        (tmp_path / "memory" / "user" / "editor.md")
+        .read_text()
+        .endswith("---\nPrefers dark mode in Vim.\n")
+    )
+    assert "- [editor](editor.md) \u2014 Editor" in (tmp_path / "memory/user/INDEX.md").read_text()
