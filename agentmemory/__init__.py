@@ -47,7 +47,6 @@ from .manifest import (
     ManifestFold,
     apply_manifest_record,
 )
-from .markdown_folder import export_markdown, import_markdown, is_markdown_folder
 from .mem_store import MemStore
 from .render import (
     DEFAULT_MAX_TOTAL_BYTES,
@@ -141,9 +140,6 @@ __all__ = [
     "current_session",
     "dispatch_anthropic",
     "dispatch_openai",
-    "export_markdown",
-    "import_markdown",
-    "is_markdown_folder",
     "join_parts",
     "lost_updates",
     "matches",

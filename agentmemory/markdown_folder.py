@@ -1,5 +1,8 @@
 """Export any store's live entries as a Markdown folder, and import one into any store.
 
+Imported by whoever uses it (``from agentmemory.markdown_folder import export_markdown``), not
+by ``import agentmemory``.
+
 A Markdown folder is the layout of :class:`~agentmemory.FileStore` (docs/filestore-format.md):
 one ``<scope>/<name>.md`` per entry. :func:`export_markdown` writes a new folder from a store's
 live entries (one journal record per entry, session ``export``); :func:`import_markdown` reads a
@@ -14,10 +17,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .entries import Change, Entry, check_entry
+from .entries import Change, Entry
 from .errors import AgentMemoryError, NotFoundError
 from .file_store import FileStore
 from .journal_file import JOURNAL_NAME
+from .rules import check_entry
 from .store import Store
 
 __all__ = ["export_markdown", "import_markdown", "is_markdown_folder", "live_entries"]

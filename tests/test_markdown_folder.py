@@ -12,9 +12,12 @@ from agentmemory import (
     FileStore,
     MemStore,
     SqliteStore,
+)
+from agentmemory.markdown_folder import (
     export_markdown,
     import_markdown,
     is_markdown_folder,
+    live_entries,
 )
 
 TRICKY = [
@@ -28,8 +31,6 @@ TRICKY = [
 
 
 def live(st: object) -> list[tuple[str, str, str, dict[str, str] | None]]:
-    from agentmemory.markdown_folder import live_entries
-
     return [(e.scope, e.name, e.content, e.meta) for e in live_entries(st)]
 
 
