@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.installed
 
-.PHONY: install test lint demo clean
+.PHONY: install test test-fast lint demo clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,6 +26,11 @@ lint: $(STAMP)
 
 test: lint
 	$(BIN)/python -m pytest -q
+
+# The quick loop while working: every test but those marked slow (they load the real model or
+# start a server). No lint. `make test` is what CI runs.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow"
 
 # DEMO_ARGS: e.g. --download (fetch the public LoCoMo file when ../shared/data is absent),
 # --conversation conv-41, --questions 12, --keep DIR

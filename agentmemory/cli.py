@@ -1,22 +1,21 @@
 """The ``agentmemory`` command line: a click group with one function per subcommand.
 
-Every command works on one store folder (a :class:`~agentmemory.ChromaStore`:
-``DIR/journal.sqlite3`` and ``DIR/chroma/``), taken from ``--path``, else the environment
-variable ``AGENTMEMORY_PATH``, else ``platformdirs.user_data_dir("agentmemory")/store``.
+Commands parse their arguments, call one library function and print its result; the rules live in
+the library. Every command works on one store folder (``DIR/journal.sqlite3`` and ``DIR/chroma/``),
+taken from ``--path``, else the environment variable ``AGENTMEMORY_PATH``, else
+:func:`agentmemory.default_store_path`.
 
-- Reads (``get``, ``list``, ``render``, ``journal``, ``lost-updates``, ``search --mode bm25``)
-  open only the journal (a :class:`~agentmemory.SqliteStore`): fast, no model, and safe beside
+- Reads (``get``, ``list``, ``export``, ``render``, ``journal``, ``lost-updates``, ``search --mode
+  bm25``) open only the journal (:func:`agentmemory.open_journal`): fast, no model, and safe beside
   a running ``agentmemory mcp`` on the same store. They refuse a folder that holds no store.
 - Writes and vector search (``save``, ``forget``, ``import``, ``search``, ``verify``,
-  ``reindex``, ``mcp``) open the ChromaStore, whose index is owned by one process at a time.
-- ``--embedder NAME`` picks the embedder by registry name. Left out, the packaged
-  all-MiniLM-L6-v2 runs through onnxruntime (``onnx:all-MiniLM-L6-v2``: the same vectors as
-  sentence-transformers, a cold start of about 0.4 s instead of 5 to 13 s). It indexes a new
-  store, and opens an existing one indexed with it or with ``sentence-transformers:`` on the same
-  weights (``embedders.same_vectors``). A store indexed with another model is opened with that
-  model (through onnxruntime when it gives the same vectors, else as its fingerprint names it).
-  A named embedder is taken when it gives the store's vectors, and refused otherwise;
-  ``agentmemory reindex --embedder NAME`` switches. ``agentmemory mcp`` chooses the same way.
+  ``reindex``, ``mcp``) open the store with :func:`agentmemory.open_store`, whose vector index is
+  owned by one process at a time, and which chooses the embedder: left out, the packaged
+  all-MiniLM-L6-v2 through onnxruntime for a new store or one indexed with that model, else the
+  store's own; ``--embedder NAME`` is taken when it gives the store's vectors, and refused
+  otherwise; ``agentmemory reindex --embedder NAME`` switches.
+- ``import`` and ``export`` are :mod:`agentmemory.jsonl`: ``export`` (and ``list --json``) write
+  what ``import`` takes back exactly.
 - Output is for people; ``--json`` prints JSON for programs (entries and journal records in the
   Go module's JSON forms, one per line where there are several).
 - Errors print one line, ``agentmemory: <what happened and what to do>``, on stderr and exit 1;
@@ -33,6 +32,7 @@ Each subcommand imports what it needs when it runs, so ``agentmemory --help`` st
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import os
@@ -41,13 +41,13 @@ import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from .errors import AgentMemoryError
+from .errors import AgentMemoryError, NoStoreError
+from .jsonl import IMPORT_BATCH
 
 if TYPE_CHECKING:
     from embedders import Embedder
@@ -57,38 +57,17 @@ if TYPE_CHECKING:
     from .sqlite_store import SqliteStore
 
 __all__ = [
-    "DEFAULT_CLI_EMBEDDER",
-    "IMPORT_BATCH",
     "PATH_ENV",
     "CliError",
-    "default_store_path",
     "main",
 ]
 
 PATH_ENV = "AGENTMEMORY_PATH"
 """Environment variable naming the store folder when ``--path`` is not given."""
 
-DEFAULT_CLI_EMBEDDER = "onnx:all-MiniLM-L6-v2"
-"""Registry name of the embedder used when ``--embedder`` is left out, for a new store and for
-one indexed with the packaged all-MiniLM-L6-v2 by either runtime (through onnxruntime: the same
-vectors as sentence-transformers by ``embedders.same_vectors``, a fast cold start)."""
-
-IMPORT_BATCH = 256
-"""Entries per ``put_many`` call of ``agentmemory import``: one journal transaction, one embedding
-batch and one step of the progress bar each."""
-
 _SHOW_CHARS = 200  # characters of content a search or list line shows without --full
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-def default_store_path() -> Path:
-    """The store folder when neither ``--path`` nor ``$AGENTMEMORY_PATH`` is given:
-    ``platformdirs.user_data_dir("agentmemory")/store`` (``~/.local/share/agentmemory/store``
-    on Linux). Not created here."""
-    import platformdirs
-
-    return Path(platformdirs.user_data_dir("agentmemory")) / "store"
 
 
 class CliError(click.ClickException):
@@ -235,9 +214,9 @@ def _embedder_option(f: F) -> F:
         default=None,
         metavar="NAME",
         help="The embedder by registry name (e.g. onnx:all-MiniLM-L6-v2, "
-        f"sentence-transformers:all-MiniLM-L6-v2, hashing). Default: {DEFAULT_CLI_EMBEDDER} "
-        "for a new store and for one indexed with the same model by either runtime; else the "
-        "store's own.",
+        "sentence-transformers:all-MiniLM-L6-v2, hashing). Default: the packaged "
+        "all-MiniLM-L6-v2 through onnxruntime (onnx:all-MiniLM-L6-v2) for a new store and for "
+        "one indexed with the same model by either runtime; else the store's own.",
     )(f)
 
 
@@ -254,140 +233,73 @@ def _session_option(f: F) -> F:
 # --- opening stores -------------------------------------------------------------------------
 
 
-def _store_dir(path: Path | None) -> Path:
-    return (path if path is not None else default_store_path()).expanduser()
+def _no_store(exc: NoStoreError) -> CliError:
+    if exc.is_file:
+        return CliError(f"store path {exc.path} is a file, not a folder; give a folder with --path")
+    return CliError(
+        f"no store at {exc.path} (it has no journal.sqlite3); create one with "
+        "'agentmemory save' or 'agentmemory import', or point --path or "
+        f"${PATH_ENV} at an existing store"
+    )
 
 
-def _journal_file(folder: Path) -> Path:
-    from .chroma_store import JOURNAL_FILE
+def _embedder(name: str | None) -> Embedder:
+    """:func:`agentmemory.store_folder.choose_embedder`; an unknown name is a usage error."""
+    from .errors import EmbedderNameError
+    from .store_folder import choose_embedder
 
-    return folder / JOURNAL_FILE
-
-
-def _require_store(folder: Path) -> None:
-    if folder.exists() and not folder.is_dir():
-        raise CliError(f"store path {folder} is a file, not a folder; give a folder with --path")
-    if not _journal_file(folder).is_file():
-        raise CliError(
-            f"no store at {folder} (it has no journal.sqlite3); create one with "
-            "'agentmemory save' or 'agentmemory import', or point --path or "
-            f"${PATH_ENV} at an existing store"
-        )
+    try:
+        return choose_embedder(name)
+    except EmbedderNameError as exc:
+        raise click.BadParameter(str(exc), param_hint="--embedder") from None
 
 
 @contextmanager
 def _open_journal(path: Path | None) -> Iterator[SqliteStore]:
-    """The journal of an existing store, opened alone (no index, no model, no folder lock)."""
-    from .sqlite_store import SqliteStore
+    """:func:`agentmemory.open_journal`, its refusal of a folder without a store as one line."""
+    from .store_folder import open_journal
 
-    folder = _store_dir(path)
-    _require_store(folder)
-    with SqliteStore(_journal_file(folder)) as store:
+    try:
+        store = open_journal(path)
+    except NoStoreError as exc:
+        raise _no_store(exc) from None
+    with store:
         yield store
 
 
-def _get_embedder(name: str) -> Embedder:
-    import embedders
-
-    try:
-        return embedders.get(name)
-    except embedders.UnknownEmbedderError as exc:
-        raise click.BadParameter(str(exc), param_hint="--embedder") from None
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--embedder") from None
-
-
-def _embedder_of(fingerprint: str) -> Embedder | None:
-    """An embedder that gives the vectors of a stored fingerprint (``embedders.same_vectors``):
-    the same model through onnxruntime when that works (fast cold start), else the embedder the
-    fingerprint names when the registry builds it with the same vectors; else ``None``."""
-    import embedders
-
-    try:
-        fields = embedders.fingerprint_fields(fingerprint)
-    except ValueError:
-        return None
-    names = [fields["name"]]
-    if fields["family"] in embedders.INTERCHANGEABLE_RUNTIMES:
-        names.insert(0, f"onnx:{fields['model']}")
-    for name in names:
-        try:
-            candidate = embedders.get(name)
-            if embedders.same_vectors(fingerprint, candidate.fingerprint):
-                return candidate
-        except (embedders.UnknownEmbedderError, ValueError, OSError):
-            continue
-    return None
-
-
 def _open_index(
-    path: Path | None,
-    embedder_name: str | None,
-    *,
-    create: bool,
-    reindex: bool = False,
-    max_entry_bytes: int | None = None,
+    path: Path | None, embedder_name: str | None, *, create: bool, reindex: bool = False
 ) -> ChromaStore:
-    """Open the ChromaStore in the store folder with the embedder chosen as the module docstring
-    says. ``create=False`` refuses a folder without a store. ``reindex`` rebuilds the index with
-    the named embedder, or without a name with the one chosen to open the store (so it never
-    switches models unasked). IndexOutOfStepWarning is printed as one ``agentmemory:`` line on
-    stderr (unless the index is about to be rebuilt)."""
-    from .chroma_store import ChromaStore
-    from .errors import EmbedderMismatchError, IndexOutOfStepWarning
-    from .rules import DEFAULT_MAX_ENTRY_BYTES
+    """:func:`agentmemory.open_store` with the command line's wording: an unknown embedder is a
+    usage error of ``--embedder``, a missing store or an embedder mismatch one line saying what to
+    run, and an IndexOutOfStepWarning one ``agentmemory:`` line on stderr."""
+    from .errors import EmbedderMismatchError, EmbedderNameError, IndexOutOfStepWarning
+    from .store_folder import open_store
 
-    folder = _store_dir(path)
-    if create:
-        if folder.exists() and not folder.is_dir():
-            raise CliError(
-                f"store path {folder} is a file, not a folder; give a folder with --path"
-            )
-    else:
-        _require_store(folder)
-    embedder = _get_embedder(embedder_name or DEFAULT_CLI_EMBEDDER)
-    bound = max_entry_bytes or DEFAULT_MAX_ENTRY_BYTES
-
-    switch = reindex and embedder_name is not None
-
-    def attempt(model: Embedder) -> ChromaStore:
+    try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", IndexOutOfStepWarning)
-            store = ChromaStore.open(
-                folder,
-                embedder=model,
-                reindex=switch,
-                max_entry_bytes=bound,
-                **_store_options(),
+            store = open_store(
+                path, embedder=embedder_name, create=create, reindex=reindex, **_store_options()
             )
-        for w in caught:
-            if issubclass(w.category, IndexOutOfStepWarning):
-                if not reindex:
-                    click.echo(f"agentmemory: {CliError(str(w.message)).message}", err=True)
-            else:
-                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-        if reindex and not switch:
-            try:
-                store.reindex()
-            except BaseException:
-                store.close()
-                raise
-        return store
-
-    try:
-        return attempt(embedder)
+    except EmbedderNameError as exc:
+        raise click.BadParameter(str(exc), param_hint="--embedder") from None
+    except NoStoreError as exc:
+        raise _no_store(exc) from None
     except EmbedderMismatchError as exc:
-        if embedder_name is None:
-            own = _embedder_of(exc.stored)
-            if own is not None:
-                return attempt(own)
         stored = exc.stored.split(";", 1)[0]
+        given = exc.given.split(";", 1)[0]
         raise CliError(
-            f"store {folder} was indexed with embedder {stored} ({exc.stored}), not "
-            f"{embedder.name}; leave out --embedder to use the store's own, or run "
-            f"'agentmemory reindex --embedder {embedder.name}' to rebuild its index with the "
-            "new one"
+            f"store {exc.path} was indexed with embedder {stored} ({exc.stored}), not "
+            f"{given}; leave out --embedder to use the store's own, or run "
+            f"'agentmemory reindex --embedder {given}' to rebuild its index with the new one"
         ) from None
+    for w in caught:
+        if issubclass(w.category, IndexOutOfStepWarning):
+            click.echo(f"agentmemory: {CliError(str(w.message)).message}", err=True)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return store
 
 
 # --- small helpers --------------------------------------------------------------------------
@@ -429,14 +341,6 @@ def _one_line(text: str, limit: int | None) -> str:
     if limit is not None and len(flat) > limit:
         return flat[: limit - 1] + "…"
     return flat
-
-
-def _live_scopes(store: SqliteStore) -> list[str]:
-    """Scopes holding at least one live entry, sorted (read from the journal)."""
-    live: dict[tuple[str, str], bool] = {}
-    for change in store.journal():
-        live[(change.entry.scope, change.entry.name)] = not change.entry.deleted
-    return sorted({scope for (scope, _), alive in live.items() if alive})
 
 
 def _echo_json(value: object) -> None:
@@ -576,17 +480,17 @@ def get_command(key: str, path: Path | None, as_json: bool) -> None:
 def list_command(scopes: tuple[str, ...], full: bool, path: Path | None, as_json: bool) -> None:
     """List the live entries of SCOPES (default: every scope), by scope then name.
 
-    With --json: one entry per line, in the form `agentmemory import` reads back.
+    With --json: one entry per line, in the form `agentmemory import` reads back (what
+    `agentmemory export` writes).
     """
-    from .wire import encode_entry
+    from .jsonl import export_entries
 
     with _open_journal(path) as store:
-        wanted = list(dict.fromkeys(scopes)) or _live_scopes(store)
+        if as_json:
+            export_entries(store, sys.stdout, scopes)
+            return
+        wanted = list(dict.fromkeys(scopes)) or store.scopes()
         entries = [e for scope in wanted for e in store.list(scope)]
-    if as_json:
-        for e in entries:
-            click.echo(encode_entry(e))
-        return
     if not entries:
         where = ", ".join(wanted) if wanted else "the store"
         click.echo(f"no entries in {where}")
@@ -672,11 +576,11 @@ def search_command(
     text = " ".join(query)
     if mode == "bm25":  # the lexical leg lives in the journal: no index, no model
         with _open_journal(path) as journal:
-            wanted = list(scopes) or _live_scopes(journal)
+            wanted = list(scopes) or journal.scopes()
             hits = journal.recall(text, scopes=wanted, limit=limit, mode="bm25") if wanted else []
     else:
         with _open_index(path, embedder_name, create=False) as store:
-            wanted = list(scopes) or _live_scopes(store.journal_store)
+            wanted = list(scopes) or store.journal_store.scopes()
             hits = store.recall(text, scopes=wanted, limit=limit, mode=mode) if wanted else []
     shown_mode = "hybrid" if mode == "auto" else mode
     if as_json:
@@ -880,114 +784,7 @@ def reindex_command(path: Path | None, embedder_name: str | None, as_json: bool)
     click.echo(f"reindexed {report.indexed} entries with {name} in {seconds:.1f} s")
 
 
-# --- import ---------------------------------------------------------------------------------
-
-_IMPORT_KEYS = ("scope", "name", "content", "meta")
-_IGNORED_KEYS = ("hash", "updated")  # what `list --json` adds; the store sets them
-
-
-@dataclass(frozen=True, slots=True)
-class _ImportLine:
-    number: int
-    entry: Entry
-
-
-def _read_lines(source: str) -> tuple[str, list[str]]:
-    """``(label, lines)`` of a JSON Lines file, or of stdin for ``-``."""
-    if source == "-":
-        return "stdin", sys.stdin.read().splitlines()
-    file = Path(source).expanduser()
-    try:
-        raw = file.read_bytes()
-    except OSError as exc:
-        raise CliError(f"cannot read {file}: {exc.strerror or exc}") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise CliError(
-            f"{file} line {line}: not UTF-8 ({exc.reason}); nothing was imported"
-        ) from None
-    return str(file), text.splitlines()
-
-
-def _entry_from_line(text: str, default_scope: str | None, limit: int) -> Entry:
-    """Parse and check one line; raises ``ValueError`` (or an entry error) saying why not."""
-    from .entries import Entry
-    from .rules import check_entry
-
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"not JSON ({exc.msg} at column {exc.colno})") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"a JSON {type(data).__name__}, not an object with scope, name, content")
-    unknown = sorted(set(data) - set(_IMPORT_KEYS) - set(_IGNORED_KEYS))
-    if unknown:
-        raise ValueError(
-            f"unknown member {unknown[0]!r}; an entry has {', '.join(_IMPORT_KEYS)} "
-            f"({', '.join(_IGNORED_KEYS)} are ignored)"
-        )
-    scope = data.get("scope", default_scope)
-    if scope is None:
-        raise ValueError("no scope; give one in the line or with --scope")
-    for key, value in (
-        ("scope", scope),
-        ("name", data.get("name")),
-        ("content", data.get("content")),
-    ):
-        if not isinstance(value, str):
-            got = "missing" if value is None else f"a JSON {type(value).__name__}"
-            raise ValueError(f"{key} is {got}; it must be a string")
-    meta = data.get("meta")
-    if meta is not None and (
-        not isinstance(meta, dict) or not all(isinstance(v, str) for v in meta.values())
-    ):
-        raise ValueError("meta must be an object of string values, or null")
-    entry = Entry(scope=scope, name=data["name"], content=data["content"], meta=meta or None)
-    check_entry(entry, limit)
-    return entry
-
-
-def _parse_import(label: str, lines: Sequence[str], default_scope: str | None) -> list[_ImportLine]:
-    """Every entry of the file, checked; a :class:`CliError` naming the first bad line (and
-    how many more there are) when any line is bad, before anything is written."""
-    from .rules import DEFAULT_MAX_ENTRY_BYTES
-
-    out: list[_ImportLine] = []
-    seen: dict[tuple[str, str], int] = {}
-    errors: list[str] = []
-    for number, text in enumerate(lines, start=1):
-        if not text.strip():
-            continue
-        try:
-            entry = _entry_from_line(text, default_scope, DEFAULT_MAX_ENTRY_BYTES)
-        except (ValueError, AgentMemoryError) as exc:
-            errors.append(f"{label} line {number}: {CliError(str(exc)).message}")
-            continue
-        first = seen.setdefault((entry.scope, entry.name), number)
-        if first != number:
-            errors.append(
-                f"{label} line {number}: {entry.key} is already at line {first}; "
-                "give each entry once"
-            )
-            continue
-        out.append(_ImportLine(number, entry))
-    if errors:
-        others = len(errors) - 1
-        more = f" ({others} more bad line{'s' if others > 1 else ''})" if others else ""
-        raise CliError(f"{errors[0]}{more}; nothing was imported")
-    return out
-
-
-def _unchanged(store: ChromaStore, entry: Entry) -> bool:
-    from .errors import NotFoundError
-
-    try:
-        stored = store.get(entry.scope, entry.name)
-    except NotFoundError:
-        return False
-    return stored.content == entry.content and (stored.meta or None) == (entry.meta or None)
+# --- import and export ----------------------------------------------------------------------
 
 
 @main.command("import", short_help="Import entries from JSON Lines, all or nothing.")
@@ -1043,75 +840,73 @@ def import_command(
     """
     from tqdm import tqdm
 
-    from .errors import IndexWriteError
+    from .jsonl import import_entries, read_entries
 
-    label, lines = _read_lines(source)
-    parsed = _parse_import(label, lines, default_scope)
+    lines = read_entries(
+        sys.stdin.buffer if source == "-" else Path(source).expanduser(), scope=default_scope
+    )
     started = time.perf_counter()
-    written = unchanged = 0
-    by_scope: dict[str, int] = {}
-    first_seq = last_seq = 0
-    behind: list[Change] = []  # written, but their vector update failed
-    cause: BaseException | None = None
     with (
         _open_index(path, embedder_name, create=True) as store,
         tqdm(
-            total=len(parsed),
+            total=len(lines),
             desc="import",
             unit="entry",
             disable=(not progress) if progress is not None else None,
             file=sys.stderr,
         ) as bar,
     ):
-        for i in range(0, len(parsed), batch):
-            chunk = parsed[i : i + batch]
-            todo = [p.entry for p in chunk if not _unchanged(store, p.entry)]
-            try:
-                changes = store.put_many(todo, session=session_id) if todo else []
-            except IndexWriteError as exc:  # the batch is written; its index catches up later
-                changes = exc.changes
-                behind += changes
-                cause = cause or exc.__cause__
-            except AgentMemoryError as exc:
-                done = (
-                    f"the {written + unchanged} entries before line {chunk[0].number} are in "
-                    "the store"
-                    if i
-                    else "nothing was imported"
-                )
-                raise CliError(
-                    f"{CliError(str(exc)).message}; {done}; run the same import again to "
-                    "finish (entries already stored unchanged are skipped)"
-                ) from None
-            for c in changes:
-                by_scope[c.entry.scope] = by_scope.get(c.entry.scope, 0) + 1
-            if changes:
-                first_seq = first_seq or changes[0].seq
-                last_seq = changes[-1].seq
-            written += len(changes)
-            unchanged += len(chunk) - len(todo)
-            bar.update(len(chunk))
+        report = import_entries(store, lines, batch=batch, session=session_id, progress=bar.update)
     seconds = time.perf_counter() - started
-    if behind:
-        _index_behind(behind, cause)
+    if report.index_pending:
+        _index_behind(report.index_pending, report.index_error)
     if as_json:
         _echo_json(
             {
-                "imported": written,
-                "unchanged": unchanged,
-                "scopes": dict(sorted(by_scope.items())),
-                "first_seq": first_seq,
-                "last_seq": last_seq,
-                "index_pending": len(behind),
+                "imported": report.imported,
+                "unchanged": report.unchanged,
+                "scopes": report.scopes,
+                "first_seq": report.first_seq,
+                "last_seq": report.last_seq,
+                "index_pending": len(report.index_pending),
                 "seconds": round(seconds, 3),
             }
         )
         return
-    scopes = ", ".join(f"{s} {n}" for s, n in sorted(by_scope.items()))
+    scopes = ", ".join(f"{s} {n}" for s, n in report.scopes.items())
     click.echo(
-        f"imported {written} entries{f' ({scopes})' if scopes else ''} in {seconds:.1f} s"
-        + (f"; {unchanged} already stored unchanged" if unchanged else "")
+        f"imported {report.imported} entries{f' ({scopes})' if scopes else ''} in {seconds:.1f} s"
+        + (f"; {report.unchanged} already stored unchanged" if report.unchanged else "")
     )
+
+
+@main.command("export", short_help="Write every live entry as JSON Lines.")
+@click.argument("scopes", nargs=-1)
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write to this file (replaced when it exists) instead of stdout.",
+)
+@_path_option
+def export_command(scopes: tuple[str, ...], output: Path | None, path: Path | None) -> None:
+    """Write the live entries of SCOPES (default: every scope) as JSON Lines, one entry per line
+    by scope then name, in the form `agentmemory import` takes back exactly.
+
+    Reads the journal only (no model, no index), so it runs beside a running `agentmemory mcp`.
+    """
+    from .atomic_write import write_atomic
+    from .jsonl import export_entries
+
+    with _open_journal(path) as store:
+        if output is None:
+            export_entries(store, sys.stdout, scopes)
+            return
+        text = io.StringIO(newline="")
+        count = export_entries(store, text, scopes)
+    write_atomic(output.expanduser().absolute(), text.getvalue().encode("utf-8"))
+    click.echo(f"exported {count} entries to {output}", err=True)
 
 
 # --- MCP ------------------------------------------------------------------------------------
@@ -1248,7 +1043,7 @@ def eval_command(
     from .eval import cache_dir, evaluate
 
     if embedder_name is not None:
-        _get_embedder(embedder_name)  # an unknown name is a usage error before any work
+        _embedder(embedder_name)  # an unknown name is a usage error before any work
     path = _eval_data(dataset, data, download)
     result = evaluate(
         dataset,
@@ -1320,7 +1115,7 @@ def demo_command(
     """
     from .demo import run_demo
 
-    embedder = _get_embedder(embedder_name or DEFAULT_CLI_EMBEDDER)
+    embedder = _embedder(embedder_name)
     path = _eval_data("locomo", data, download)
     if keep is not None and keep.exists() and any(keep.iterdir()):
         raise CliError(f"--keep folder {keep} is not empty; give a new or empty folder")

@@ -29,13 +29,17 @@ __all__ = [
     "DataNotFoundError",
     "DownloadError",
     "EmbedderMismatchError",
+    "EmbedderNameError",
     "EntryTooLargeError",
+    "ImportIncompleteError",
+    "ImportLineError",
     "IndexOutOfStepError",
     "IndexOutOfStepWarning",
     "IndexWriteError",
     "InvalidEntryError",
     "ManifestBaseError",
     "ManifestRecordError",
+    "NoStoreError",
     "NotFoundError",
     "RecallModeError",
     "StoreFormatError",
@@ -194,11 +198,13 @@ class EmbedderMismatchError(AgentMemoryError, ValueError):
     """A store opened with another embedder than the one its vectors were made with.
 
     Attributes:
+        path: the store.
         stored: the fingerprint recorded with the store.
         given: the fingerprint of the embedder passed in.
     """
 
     def __init__(self, path: str, stored: str, given: str) -> None:
+        self.path = path
         self.stored = stored
         self.given = given
         super().__init__(
@@ -206,6 +212,41 @@ class EmbedderMismatchError(AgentMemoryError, ValueError):
             "open it with that embedder, or open it with reindex=True (or call reindex()) "
             "to rebuild the index with the new one"
         )
+
+
+class EmbedderNameError(AgentMemoryError, ValueError):
+    """An embedder name the registry cannot build: unknown, or with an argument it refuses
+    (``"hashing:abc"``). Nothing was opened.
+
+    Attributes:
+        name: the name given.
+        detail: the registry's message (it lists the names it knows).
+    """
+
+    def __init__(self, name: str, detail: str) -> None:
+        self.name = name
+        self.detail = detail
+        super().__init__(detail)
+
+
+class NoStoreError(AgentMemoryError, FileNotFoundError):
+    """A store folder that holds no store (it has no ``journal.sqlite3``), or a store path that is
+    a file. Raised by opening an existing store (:func:`agentmemory.open_journal`,
+    :func:`agentmemory.open_store` with ``create=False``); nothing was created.
+
+    Attributes:
+        path: the folder (or file) given.
+        is_file: ``True`` when ``path`` is a file, not a folder.
+    """
+
+    def __init__(self, path: str, *, is_file: bool = False) -> None:
+        self.path = path
+        self.is_file = is_file
+        if is_file:
+            msg = f"agentmemory: store path {path} is a file, not a folder"
+        else:
+            msg = f"agentmemory: no store at {path} (it has no journal.sqlite3)"
+        super().__init__(msg)
 
 
 class RecallModeError(AgentMemoryError, ValueError):
@@ -227,6 +268,56 @@ class RecallModeError(AgentMemoryError, ValueError):
         else:
             msg = f"agentmemory: recall mode {mode!r} is not one of {', '.join(known)}"
         super().__init__(msg)
+
+
+class ImportLineError(AgentMemoryError, ValueError):
+    """A JSON Lines file that cannot be imported (:func:`agentmemory.jsonl.read_entries`): not
+    UTF-8, or a line that is not an entry (not JSON, not an object, an unknown member, a missing
+    scope, name or content, an entry rule broken, an entry given twice). Nothing was written.
+
+    Attributes:
+        source: the file (or ``"stdin"``).
+        line: the number of the first bad line, from 1.
+        detail: what is wrong with it.
+        others: how many more bad lines follow it.
+    """
+
+    def __init__(self, source: str, line: int, detail: str, *, others: int = 0) -> None:
+        self.source = source
+        self.line = line
+        self.detail = detail
+        self.others = others
+        more = f" ({others} more bad line{'s' if others > 1 else ''})" if others else ""
+        super().__init__(f"agentmemory: {source} line {line}: {detail}{more}; nothing was imported")
+
+
+class ImportIncompleteError(AgentMemoryError):
+    """An import (:func:`agentmemory.jsonl.import_entries`) that stopped midway: a batch could not
+    be written (the store locked, the disk full, a read-only file). The batches before it are in
+    the store; running the same import again finishes it (what is stored unchanged is skipped).
+    The original error is the ``__cause__``.
+
+    Attributes:
+        done: how many entries of the file are in the store (written or already there).
+        line: the first line of the batch that failed.
+    """
+
+    def __init__(self, cause: BaseException, *, done: int, line: int) -> None:
+        self.done = done
+        self.line = line
+        if isinstance(cause, AgentMemoryError):
+            what = str(cause).removeprefix("agentmemory: ")
+        else:
+            what = f"the store could not be written ({type(cause).__name__}: {cause})"
+        where = (
+            f"the {done} entries before line {line} are in the store"
+            if done
+            else ("nothing was imported")
+        )
+        super().__init__(
+            f"agentmemory: {what}; {where}; run the same import again to finish "
+            "(entries already stored unchanged are skipped)"
+        )
 
 
 class IndexOutOfStepError(AgentMemoryError):

@@ -183,10 +183,23 @@ def test_conflict_messages(stored: str | None, if_hash: str, message: str) -> No
 
 def test_preconditions_that_pass() -> None:
     store = MemStore()
-    store.put(Entry("user", "a", "x"))  # unconditional, none stored
-    store.put(Entry("user", "a", "y"))  # unconditional, one stored
-    store.put(Entry("user", "b", "x"), if_hash="")  # must not exist, none
-    store.put(Entry("user", "b", "z"), if_hash=content_hash("x"))  # the right hash
+    x, y, z = (content_hash(c) for c in "xyz")
+    changes = [
+        store.put(Entry("user", "a", "x")),  # unconditional, none stored
+        store.put(Entry("user", "a", "y")),  # unconditional, one stored: built on it
+        store.put(Entry("user", "b", "x"), if_hash=""),  # must not exist, none
+        store.put(Entry("user", "b", "z"), if_hash=x),  # the right hash
+    ]
+    got = [(c.seq, c.entry.key, c.entry.hash, c.prev, c.replaced) for c in changes]
+    assert got == [
+        (1, "user/a", x, "", ""),
+        (2, "user/a", y, x, x),
+        (3, "user/b", x, "", ""),
+        (4, "user/b", z, x, x),
+    ]
+    assert [c.entry.deleted for c in changes] == [False] * 4
+    assert [(e.name, e.content) for e in store.list("user")] == [("a", "y"), ("b", "z")]
+    assert list(store.journal()) == changes
 
 
 def test_invalid_entry_with_if_hash_is_invalid_not_a_conflict() -> None:

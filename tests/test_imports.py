@@ -36,6 +36,7 @@ OURS_ON_IMPORT = {
     "agentmemory.session",
     "agentmemory.sqlite_store",
     "agentmemory.store",
+    "agentmemory.store_folder",
     "agentmemory.tool_adapters",
     "agentmemory.tools",
     "agentmemory.usage",

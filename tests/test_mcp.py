@@ -60,6 +60,7 @@ def text_of(result: Any) -> str:
     return str(result.content[0].text)
 
 
+@pytest.mark.slow  # starts the server as a process
 def test_subprocess_server_lists_tools_runs_the_script_and_serves_the_block(
     tmp_path: Path,
 ) -> None:

@@ -101,10 +101,7 @@ class VecMem:
 
 
 def _chroma(tmp_path: Path, embedder: Embedder) -> object:
-    cls = getattr(agentmemory, "ChromaStore", None)
-    if cls is None or not hasattr(cls, "recall"):
-        pytest.skip("ChromaStore.recall has not landed yet")
-    return cls.open(tmp_path / "chroma", embedder=embedder)
+    return agentmemory.ChromaStore.open(tmp_path / "chroma", embedder=embedder)
 
 
 LEXICAL: dict[str, Callable[[Path], object]] = {

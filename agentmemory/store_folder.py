@@ -1,0 +1,213 @@
+"""The store folder: where it is by default, and the one rule for opening it and its embedder.
+
+A store folder holds ``journal.sqlite3`` (the journal, the truth) and ``chroma/`` (the vector
+index, derived from the journal). :func:`open_store` opens both (a :class:`~agentmemory.ChromaStore`)
+and chooses the embedder; :func:`open_journal` opens the journal alone, for reads that need no
+model. The command line, the MCP server, the demo and the evaluation open stores through them.
+
+The embedder rule (:func:`open_store` with ``embedder=None``): the default model,
+:data:`embedders.DEFAULT_EMBEDDER` (the packaged all-MiniLM-L6-v2), run through onnxruntime when
+that gives the same vectors (``onnx:all-MiniLM-L6-v2``: a cold start of about 0.4 s instead of 5 to
+13 s for sentence-transformers; ``embedders.same_vectors``), indexes a new store and opens one
+indexed with that model by either runtime. A store indexed with another model is opened with that
+model (through onnxruntime when that gives its vectors, else as its fingerprint names it). A named
+embedder is taken when it gives the store's vectors and refused otherwise
+(:class:`~agentmemory.EmbedderMismatchError`); ``reindex=True`` with a named embedder switches.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .chroma_store import JOURNAL_FILE, ChromaStore
+from .errors import (
+    EmbedderMismatchError,
+    EmbedderNameError,
+    IndexOutOfStepWarning,
+    NoStoreError,
+)
+from .rules import DEFAULT_MAX_ENTRY_BYTES
+from .sqlite_store import SqliteStore
+
+if TYPE_CHECKING:
+    from embedders import Embedder
+
+__all__ = [
+    "choose_embedder",
+    "default_store_path",
+    "embedder_for",
+    "get_embedder",
+    "open_journal",
+    "open_store",
+    "store_folder",
+]
+
+
+def default_store_path() -> Path:
+    """The store folder when none is given: ``platformdirs.user_data_dir("agentmemory")/store``
+    (``~/.local/share/agentmemory/store`` on Linux). Not created here."""
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("agentmemory")) / "store"
+
+
+def store_folder(path: str | os.PathLike[str] | None) -> Path:
+    """``path`` with ``~`` expanded, or :func:`default_store_path` when ``path`` is ``None``.
+
+    Raises :class:`~agentmemory.NoStoreError` when ``path`` is an existing file (a store is a
+    folder). Touches nothing.
+    """
+    folder = (Path(path) if path is not None else default_store_path()).expanduser()
+    if folder.exists() and not folder.is_dir():
+        raise NoStoreError(str(folder), is_file=True)
+    return folder
+
+
+def _existing(path: str | os.PathLike[str] | None) -> Path:
+    folder = store_folder(path)
+    if not (folder / JOURNAL_FILE).is_file():
+        raise NoStoreError(str(folder))
+    return folder
+
+
+def open_journal(path: str | os.PathLike[str] | None = None) -> SqliteStore:
+    """Open the journal of the existing store in folder ``path`` alone: no vector index, no model,
+    no folder lock, so it is fast and safe beside a process that holds the store (an ``agentmemory
+    mcp``). Reads (``get``, ``list``, ``journal``, ``render``, BM25 ``recall``) need nothing more.
+
+    ``path`` ``None`` is :func:`default_store_path`. The caller closes the store (it is a context
+    manager). Raises :class:`~agentmemory.NoStoreError` when the folder holds no store (nothing is
+    created), and what :class:`~agentmemory.SqliteStore` raises for a file it cannot read.
+    """
+    return SqliteStore(_existing(path) / JOURNAL_FILE)
+
+
+def get_embedder(name: str) -> Embedder:
+    """The embedder the registry builds for ``name`` (``"onnx:all-MiniLM-L6-v2"``, ``"hashing"``).
+
+    Raises :class:`~agentmemory.EmbedderNameError` for a name the registry does not know or an
+    argument it refuses (``"hashing:abc"``), with the registry's message.
+    """
+    import embedders
+
+    try:
+        return embedders.get(name)
+    except (embedders.UnknownEmbedderError, ValueError) as exc:
+        raise EmbedderNameError(name, str(exc)) from None
+
+
+def embedder_for(fingerprint: str) -> Embedder | None:
+    """An embedder that gives the vectors of a stored ``fingerprint`` (``embedders.same_vectors``):
+    the same model through onnxruntime when that works (a fast cold start), else the embedder the
+    fingerprint names when the registry builds it with the same vectors; else ``None`` (an unknown
+    family, a model folder that is gone, a fingerprint that does not parse)."""
+    import embedders
+
+    try:
+        fields = embedders.fingerprint_fields(fingerprint)
+    except ValueError:
+        return None
+    names = [fields["name"]]
+    if fields["family"] in embedders.INTERCHANGEABLE_RUNTIMES:
+        names.insert(0, f"onnx:{fields['model']}")
+    for name in names:
+        try:
+            candidate = embedders.get(name)
+            if embedders.same_vectors(fingerprint, candidate.fingerprint):
+                return candidate
+        except (embedders.UnknownEmbedderError, ValueError, OSError):
+            continue
+    return None
+
+
+def choose_embedder(name: str | None = None) -> Embedder:
+    """The embedder for ``name``, or for ``None`` the default: :data:`embedders.DEFAULT_EMBEDDER`
+    (the packaged all-MiniLM-L6-v2) through onnxruntime (``embedders.ONNX_EMBEDDER``, the same
+    vectors with a fast cold start), else through sentence-transformers when onnxruntime cannot
+    run it here. Models load on first use, not here.
+
+    Raises :class:`~agentmemory.EmbedderNameError` for a ``name`` the registry cannot build.
+    """
+    if name is not None:
+        return get_embedder(name)
+    import embedders
+
+    try:
+        return embedders.get(embedders.ONNX_EMBEDDER)
+    except (embedders.UnknownEmbedderError, ValueError, OSError):
+        return get_embedder(embedders.DEFAULT_EMBEDDER)
+
+
+def open_store(
+    path: str | os.PathLike[str] | None = None,
+    *,
+    embedder: Embedder | str | None = None,
+    create: bool = True,
+    reindex: bool = False,
+    max_entry_bytes: int = DEFAULT_MAX_ENTRY_BYTES,
+    **store_options: Any,
+) -> ChromaStore:
+    """Open the store in folder ``path`` (journal and vector index) with the embedder chosen by the
+    rule in the module docstring. The caller closes it (it is a context manager).
+
+    Args:
+        path: the store folder; ``None`` is :func:`default_store_path`.
+        embedder: ``None`` for the rule's choice, a registry name, or an :class:`embedders.Embedder`.
+            A named or given embedder must give the store's vectors.
+        create: ``True`` creates the folder and an empty store when there is none; ``False``
+            refuses a folder without a store (:class:`~agentmemory.NoStoreError`, nothing created).
+        reindex: rebuild the vector index from the journal before returning: with ``embedder``
+            given, with that embedder (switching to it); else with the one the rule chose (so it
+            never switches models unasked). The :class:`~agentmemory.IndexOutOfStepWarning` an
+            index that is about to be rebuilt would give is not issued.
+        max_entry_bytes: the content bound of writes, in UTF-8 bytes.
+        **store_options: passed to :meth:`ChromaStore.open` (``lock_timeout_s``,
+            ``busy_timeout_s``, ``fusion``, ``client``, ...).
+
+    Raises:
+        NoStoreError: ``path`` is a file, or (``create=False``) holds no store.
+        EmbedderNameError: ``embedder`` names nothing the registry builds.
+        EmbedderMismatchError: the store was indexed with other vectors than the named or given
+            embedder makes (without ``reindex``), or, with ``embedder=None``, than any embedder
+            this machine can build for it.
+        StoreLockedError: another process holds the store past ``lock_timeout_s``.
+
+    Also what :meth:`ChromaStore.open` raises. An :class:`~agentmemory.IndexOutOfStepWarning` is
+    issued (``warnings.warn``) when the index misses what the journal holds.
+    """
+    folder = store_folder(path) if create else _existing(path)
+    chosen = (
+        choose_embedder(embedder) if embedder is None or isinstance(embedder, str) else embedder
+    )
+    switch = reindex and embedder is not None
+
+    def attempt(model: Embedder) -> ChromaStore:
+        with warnings.catch_warnings():
+            if reindex:
+                warnings.simplefilter("ignore", IndexOutOfStepWarning)
+            store = ChromaStore.open(
+                folder,
+                embedder=model,
+                reindex=switch,
+                max_entry_bytes=max_entry_bytes,
+                **store_options,
+            )
+        if reindex and not switch:
+            try:
+                store.reindex()
+            except BaseException:
+                store.close()
+                raise
+        return store
+
+    try:
+        return attempt(chosen)
+    except EmbedderMismatchError as exc:
+        if embedder is None:
+            own = embedder_for(exc.stored)
+            if own is not None:
+                return attempt(own)
+        raise
