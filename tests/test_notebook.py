@@ -89,6 +89,7 @@ def test_notebook_runs_on_a_locomo_slice(tmp_path: Path, monkeypatch: pytest.Mon
     assert images(cells) == 2  # the Recall@k curve and the per-category bars
 
 
+@pytest.mark.slow  # starts a Jupyter kernel (a server process) and loads matplotlib
 def test_notebook_runs_on_a_scifact_slice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     folder = need_shared_data("scifact")
     cells = execute(
