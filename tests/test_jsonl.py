@@ -215,3 +215,44 @@ def test_export_of_a_folder_without_a_store_is_one_line(tmp_path: Path) -> None:
     code, out, err = cli(tmp_path / "none", "export")
     assert code == 1 and out == ""
     assert err.startswith("agentmemory: no store at ") and len(err.strip().splitlines()) == 1
+
+
+_RUNS = iter(range(10**6))
+
+
+@settings(
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(st.lists(_ENTRY, min_size=1, max_size=4, unique_by=lambda e: e.name))
+def test_cli_export_and_list_json_round_trip_any_content(
+    tmp_path: Path, entries: list[Entry]
+) -> None:
+    scope = f"run-{next(_RUNS)}"  # a fresh scope per example in the same two stores
+    rows = [
+        {
+            "scope": scope,
+            "name": e.name,
+            "content": e.content,
+            **({"meta": e.meta} if e.meta else {}),
+        }
+        for e in entries
+    ]
+    body = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode("utf-8")
+    source, copy = tmp_path / "source", tmp_path / "copy"
+    code, _, err = cli(source, "import", "-", "--embedder", "hashing", input=body)
+    assert code == 0, err
+    _, exported, _ = cli(source, "export", scope)
+    _, listed, _ = cli(source, "list", scope, "--json")
+    assert listed == exported
+    code, _, err = cli(copy, "import", "-", "--embedder", "hashing", input=exported.encode())
+    assert code == 0, err
+    _, again, _ = cli(copy, "export", scope)
+
+    def fields(text: str) -> list[tuple[object, ...]]:
+        rows = [json.loads(x) for x in text.split("\n") if x]
+        return [(r["scope"], r["name"], r["content"], r.get("meta")) for r in rows]
+
+    want = sorted((scope, e.name, e.content, e.meta or None) for e in entries)
+    assert fields(exported) == fields(again) == want
