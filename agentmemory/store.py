@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Protocol, Self, runtime_checkable
 
 import recallers
-from recallers import DEFAULT_FUSION, Fusion, Hit, HybridRecaller, Recaller
+from recallers import DEFAULT_FUSION, Fusion, Hit, HybridRecaller, Recaller, check_query
 
 from .entries import Change, Entry, content_hash
 from .errors import AgentMemoryError, ConflictError, RecallModeError
@@ -222,7 +222,9 @@ def recall_entries(
     Checks, in order (nothing is searched when one fails):
 
     1. ``query`` is a ``str`` (``TypeError``) with a non-space character
-       (:class:`~agentmemory.EmptyQueryError`: "query is empty; give one or more words");
+       (:class:`~agentmemory.EmptyQueryError`: "query is empty; give one or more words"),
+       checked here once: the legs and the hybrid get it as a :class:`recallers.Query` and do
+       not check it again;
     2. ``scopes`` is a sequence of names, not one ``str`` (``TypeError``), each kebab-case
        (:class:`~agentmemory.InvalidEntryError`);
     3. ``limit`` is a positive ``int`` (``ValueError``);
@@ -234,10 +236,10 @@ def recall_entries(
     :class:`recallers.HybridRecaller` (RRF, ``fusion``; a failing leg is logged and skipped).
     Repeated scopes count once; scopes without entries give ``[]``.
     """
-    if not isinstance(query, str):
-        raise TypeError(f"query is a {type(query).__name__}, not a str; pass the words as text")
-    if not query.strip():
-        raise EmptyQueryError(query)
+    try:
+        query = check_query(query)  # once: the legs and the hybrid take the Query as checked
+    except recallers.EmptyQueryError:
+        raise EmptyQueryError(query) from None
     if isinstance(scopes, str):
         raise TypeError(f"scopes must be a sequence of scope names, not the str {scopes!r}")
     wanted = builtins.list(dict.fromkeys(check_scope(s) for s in scopes))

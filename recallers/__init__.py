@@ -28,7 +28,7 @@ from .bm25 import (
     bm25_idf,
     document_terms,
 )
-from .errors import EMPTY_QUERY_MESSAGE, EmptyQueryError, check_query
+from .errors import EMPTY_QUERY_MESSAGE, EmptyQueryError, Query, check_query
 from .fts5 import FTS5_TABLES, TOKENIZER_STATE_KEY, Fts5Index, create_tables, match_expression
 from .hits import LEG_BM25, LEG_VECTOR, Hit, LegScore, ranked_hits
 from .hybrid import (
@@ -79,6 +79,7 @@ __all__ = [
     "LegScore",
     "LexicalSource",
     "NoLegAnsweredError",
+    "Query",
     "Recaller",
     "Tokenizer",
     "VectorRecaller",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["EMPTY_QUERY_MESSAGE", "EmptyQueryError", "check_query"]
+__all__ = ["EMPTY_QUERY_MESSAGE", "EmptyQueryError", "Query", "check_query"]
 
 EMPTY_QUERY_MESSAGE = "query is empty; give one or more words"
 """The message of :class:`EmptyQueryError` (``agentmemory.EmptyQueryError`` uses it too)."""
@@ -23,15 +23,31 @@ class EmptyQueryError(ValueError):
         super().__init__(EMPTY_QUERY_MESSAGE)
 
 
-def check_query(query: object) -> str:
-    """Return ``query`` when it is a ``str`` with something other than white space in it.
+class Query(str):
+    """A query text :func:`check_query` accepted: a ``str`` with a non-space character in it.
+
+    A recall passes one query through several layers (a store's ``recall``, the hybrid, each
+    leg), and each layer is a public entry point that must refuse an empty query. The first
+    :func:`check_query` returns a ``Query``; every later :func:`check_query` of it returns at
+    once, so one recall checks its query once. It is a ``str`` in every other respect.
+    Build one with :func:`check_query`, not with ``Query(text)`` (which checks nothing).
+    """
+
+    __slots__ = ()
+
+
+def check_query(query: object) -> Query:
+    """Return ``query`` as a :class:`Query` when it is a ``str`` with something other than white
+    space in it; a :class:`Query` is returned as it is (it was checked when it was made).
 
     Raises:
         EmptyQueryError: ``query`` is ``""`` or only white space.
         TypeError: ``query`` is not a ``str``.
     """
+    if isinstance(query, Query):
+        return query
     if not isinstance(query, str):
         raise TypeError(f"query is a {type(query).__name__}, not a str; pass the words as text")
     if not query.strip():
         raise EmptyQueryError(query)
-    return query
+    return Query(query)

@@ -247,6 +247,32 @@ def test_an_empty_query_is_refused_and_nothing_is_searched(store: object, query:
     assert issubclass(EmptyQueryError, ValueError)
 
 
+class CountedQuery(str):
+    """A query text that counts how often it is checked for words (``strip``)."""
+
+    checks = 0
+
+    def strip(self, chars: str | None = None) -> str:
+        CountedQuery.checks += 1
+        return super().strip(chars)
+
+
+def test_a_recall_checks_its_query_once_whatever_the_legs(store: object) -> None:
+    """The store's recall checks the query; the hybrid and each leg take it as checked (before
+    the recallers.Query value, one hybrid recall checked it four times)."""
+    _put(store, *CODE)
+    for mode in _modes(store):
+        CountedQuery.checks = 0
+        names = _names(store, CountedQuery("html response"), mode=mode)
+        assert "parsing" in names, mode
+        assert CountedQuery.checks == 1, mode
+    checked = recallers.check_query("dark mode")
+    assert isinstance(checked, recallers.Query) and checked == "dark mode"
+    assert recallers.check_query(checked) is checked
+    with pytest.raises(recallers.EmptyQueryError):
+        recallers.check_query(" ")
+
+
 def test_empty_forgotten_and_unknown_scopes_give_no_hits(store: object) -> None:
     _put(store, Entry("gone", "a", "dark mode"), Entry("gone", "b", "light mode"))
     store.forget("gone", "a")  # type: ignore[attr-defined]
