@@ -1,55 +1,22 @@
 """ChromaStore: the sqlite journal (the truth) plus a Chroma vector index of it.
 
-Layout of an embedded store folder ``dir``::
+The store composes four parts, one module each:
 
-    dir/journal.sqlite3   a SqliteStore: live entries, the journal, and the index's own state
-    dir/chroma/           a chromadb.PersistentClient folder: one collection per scope
-    dir/chroma.lock       names the one process that owns dir/chroma (see folder_lock.py)
+* the journal, a :class:`~agentmemory.SqliteStore` in ``dir/journal.sqlite3``: every read of the
+  store protocol, every write, and the index's own state (``store_state``);
+* the vectors, a :class:`~agentmemory.chroma_index.ChromaIndex`: one collection per scope, one
+  vector per live entry (docs/storage.md#the-chroma-index);
+* the :class:`~agentmemory.index_cursor.IndexCursor`: how far the index has applied the journal
+  (docs/storage.md#the-index-cursor);
+* the process-wide registry (:mod:`agentmemory.chroma_registry`): one embedded client and folder
+  lock per folder, one cursor per index, shared by the handles of a process
+  (docs/storage.md#locks).
 
-Or, with ``client=`` (for example ``chromadb.HttpClient`` for a Chroma server), the collections
-live in that client and only the journal is in ``dir``.
-
-**One vector per live entry.** Id ``"scope/name"``; metadata ``scope``, ``name``, ``hash`` (the
-content hash) and ``text_hash`` (:func:`content_hash` of :func:`embedding_text`, what was embedded);
-cosine space; our embedder's vectors are always passed in (Chroma's default embedding function
-downloads a model and is never used). Each scope has its own collection, ``<prefix>_<scope>``:
-Chroma's ``where`` filter costs 350 to 520 ms per query at 100k entries here against about 5 ms
-unfiltered (docs/storage.md#one-collection-per-scope), so scoping by collection keeps queries fast. A scope
-never contains ``_``, so the name splits back into prefix and scope unambiguously, and several
-stores with different prefixes can share one Chroma server.
-
-**Index state in the journal.** ``store_state`` keys ``chroma-index:<kind>:<prefix>:cursor``,
-``...:embedder`` (the fingerprint) and ``...:lost``, where ``<kind>`` is ``embedded`` or
-``client``: a journal first indexed in its embedded folder and later opened over a server client
-starts the server's index from the beginning (the first open replays the whole journal).
-
-**Embedders.** A store opens with an embedder whose fingerprint is the recorded one, or gives
-the same vectors by :func:`embedders.same_vectors` (the same model weights, dimension and
-sequence limit through sentence-transformers or onnxruntime): a store indexed with one runtime
-is searched and written with the other. The recorded fingerprint stays that of the embedder
-that built the index (only :meth:`ChromaStore.reindex` records a new one), so it names what most
-vectors were made with; the two runtimes' vectors agree to cosine > 0.999, not bit for bit.
-Any other embedder is refused with :class:`~agentmemory.EmbedderMismatchError`.
-
-**The write path.** ``put``/``forget``/``put_many`` commit to the journal first, then bring the
-index in line with the journal's *live* state of the keys written (embed, upsert; delete on
-forget, before ``forget`` returns), then mark the records applied. An index cursor (kept in the
-journal's ``store_state``) advances only over a contiguous run of applied records, so it never
-passes a record whose effect is not in the index, even with several threads writing. Opening
-replays the records after the cursor, so a process killed between the two steps loses nothing.
-A failed index update raises :class:`~agentmemory.IndexWriteError` (the write itself stands) and
-is retried at the next write, at the next open, or by :meth:`ChromaStore.repair`.
-
-Index updates read the live state under a per-index lock (and check it again after writing), so
-two writers racing on one name can never leave the older text's vector behind.
-
-**Processes.** Chroma's embedded client is not safe across processes (measured here: vectors
-silently lost), so an embedded store's folder is owned by one process (a lock file naming it);
-a second process gets :class:`~agentmemory.StoreLockedError` within ``lock_timeout_s``. Several
-handles in one process share one client, one lock and one cursor. For several processes, run a
-Chroma server and pass ``client=chromadb.HttpClient(...)``: the journal (sqlite) is safe for
-several processes, and each process keeps the index in step for its own writes (and catches up
-on the others' records it sees).
+This module holds the rules between them: which embedder may open an index
+(docs/storage.md#the-embedder-fingerprint), the write path (commit to the journal, then bring
+the index in line with the journal's live state of the keys written, then mark the records
+applied), replay and catch-up, vector search checked against the journal, and verify, repair and
+reindex. For several processes, see docs/storage.md#several-processes.
 """
 
 from __future__ import annotations
@@ -57,14 +24,12 @@ from __future__ import annotations
 import builtins
 import logging
 import os
-import re
-import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, ClassVar, Required, Self, TypedDict, Unpack
 
 import numpy as np
 import numpy.typing as npt
@@ -72,6 +37,16 @@ import numpy.typing as npt
 from embedders import Embedder, same_vectors
 from recallers import DEFAULT_FUSION, BM25Recaller, Fusion, Hit, VectorRecaller
 
+from .chroma_index import DEFAULT_COLLECTION_PREFIX, ChromaIndex, IndexRow, check_prefix
+from .chroma_registry import (
+    CHROMA_FOLDER,
+    IndexKey,
+    SharedIndex,
+    close_folder,
+    join_index,
+    leave_index,
+    open_folder,
+)
 from .entries import Change, Entry, content_hash
 from .errors import (
     AgentMemoryError,
@@ -80,9 +55,10 @@ from .errors import (
     IndexOutOfStepWarning,
     IndexWriteError,
 )
-from .folder_lock import DEFAULT_LOCK_TIMEOUT_S, FolderLock
+from .folder_lock import DEFAULT_LOCK_TIMEOUT_S
+from .index_cursor import IndexCursor
 from .mem_store import utc_now
-from .rules import DEFAULT_MAX_ENTRY_BYTES, check_scope, valid_name
+from .rules import DEFAULT_MAX_ENTRY_BYTES, check_scope
 from .sqlite_store import DEFAULT_BUSY_TIMEOUT_S, SqliteStore
 from .store import recall_entries
 
@@ -91,6 +67,7 @@ __all__ = [
     "DEFAULT_COLLECTION_PREFIX",
     "JOURNAL_FILE",
     "ChromaStore",
+    "ChromaStoreOptions",
     "IndexReport",
     "embedding_text",
 ]
@@ -100,18 +77,9 @@ logger = logging.getLogger(__name__)
 JOURNAL_FILE = "journal.sqlite3"
 """The journal's file name inside an embedded store's folder."""
 
-CHROMA_FOLDER = "chroma"
-"""The Chroma ``PersistentClient`` folder's name inside an embedded store's folder."""
-
-DEFAULT_COLLECTION_PREFIX = "agentmemory"
-"""The default prefix of collection names (``agentmemory_<scope>``)."""
-
-MAX_PREFIX_CHARS = 200
-"""The longest collection prefix; with ``_`` and a 64-byte scope it stays under Chroma's 512."""
-
 SYNC_CHUNK = 512
 """Entries embedded and upserted per step of a bulk write, replay or reindex (also kept under
-the client's ``get_max_batch_size()``, 5,461 here)."""
+the client's ``get_max_batch_size()``; docs/storage.md#batches)."""
 
 CATCH_UP_AFTER = 64
 """How many applied records may wait behind an unapplied one (another process's write, or a
@@ -121,11 +89,10 @@ SYNC_ROUNDS = 5
 """How often one index update re-reads and re-applies keys that another process changed while
 it was writing them, before it gives up and leaves them to ``repair()``."""
 
-_PREFIX_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
-_SEPARATOR = "_"
 _STATE_NS = "chroma-index"
 
 _Key = tuple[str, str]
+_Vectors = dict[_Key, tuple[str, npt.NDArray[np.float32]]]
 
 
 def embedding_text(entry: Entry) -> str:
@@ -142,6 +109,46 @@ def _text_hash(entry: Entry) -> str:
 def _state(entry: Entry | None) -> str | None:
     """What the index must hold for a key: the text hash of its live entry, or nothing."""
     return None if entry is None else _text_hash(entry)
+
+
+class ChromaStoreOptions(TypedDict, total=False):
+    """The keyword arguments of :class:`ChromaStore` and :meth:`ChromaStore.open` (only
+    ``embedder`` is required).
+
+    Keys:
+        embedder: makes the vectors; its ``fingerprint`` is recorded with a new store. An
+            existing store takes its recorded embedder or one that gives the same vectors
+            (:func:`embedders.same_vectors`: the same model through the other runtime), and
+            keeps its recorded fingerprint.
+        max_entry_bytes: the content bound in UTF-8 bytes (default 4096).
+        client: a Chroma client to hold the collections (``chromadb.HttpClient`` for a server);
+            ``None`` (the default) opens the embedded ``PersistentClient`` in ``path/chroma``,
+            owned by this process.
+        collection_prefix: collection names are ``<prefix>_<scope>`` (default
+            ``"agentmemory"``); give stores sharing one Chroma server different prefixes.
+        reindex: rebuild the index from the journal with ``embedder`` (needed to switch
+            embedders; embeds every live entry). Default ``False``.
+        lock_timeout_s: how long to wait for another process's hold on an embedded folder, in
+            seconds (default 2).
+        busy_timeout_s: how long a journal write waits for another writer, in seconds
+            (default 5).
+        clock: the time stamped on writes (for tests; default the UTC wall clock).
+        fusion: the parameters of :meth:`ChromaStore.recall`'s hybrid (``recallers.Fusion``;
+            reciprocal rank fusion with k = 60 by default).
+    """
+
+    embedder: Required[Embedder]
+    max_entry_bytes: int
+    client: Any
+    collection_prefix: str
+    reindex: bool
+    lock_timeout_s: float
+    busy_timeout_s: float
+    clock: Callable[[], datetime]
+    fusion: Fusion
+
+
+_OPTION_NAMES = ChromaStoreOptions.__required_keys__ | ChromaStoreOptions.__optional_keys__
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,218 +193,79 @@ class IndexReport:
         )
 
 
-@dataclass
-class _Folder:
-    """An embedded Chroma folder opened by this process: its client and its lock."""
-
-    client: Any
-    lock: FolderLock
-    refs: int = 0
-
-
-@dataclass
-class _Index:
-    """The index state every handle on one (journal, prefix, client) in this process shares."""
-
-    client: Any
-    fingerprint: str
-    cursor: int
-    persisted: int
-    write_lock: threading.RLock = field(default_factory=threading.RLock)
-    state_lock: threading.Lock = field(default_factory=threading.Lock)
-    persist_lock: threading.Lock = field(default_factory=threading.Lock)
-    applied: set[int] = field(default_factory=set)
-    failed: set[int] = field(default_factory=set)
-    collections: dict[str, Any] = field(default_factory=dict)
-    refs: int = 0
-
-
-_registry_lock = threading.Lock()
-# Keyed by pid too: a child forked from a process with an open store never reuses its parent's
-# client (it opens its own and meets the parent's folder lock).
-_folders: dict[tuple[str, int], _Folder] = {}
-_indexes: dict[tuple[str, str, int, int], _Index] = {}
-
-
-def _chroma_settings() -> Any:
-    from chromadb.config import Settings
-
-    return Settings(anonymized_telemetry=False, allow_reset=False)
-
-
-def _chroma_not_found() -> type[Exception]:
-    from chromadb.errors import NotFoundError
-
-    return NotFoundError
-
-
-def _lock_detail() -> str:
-    return (
-        "one process at a time may open an embedded Chroma store (two processes writing one "
-        "Chroma folder lose vectors); close it there, or run a Chroma server (chroma run) and "
-        "open the store in every process with client=chromadb.HttpClient(...)"
-    )
-
-
-def _open_folder(folder: Path, timeout_s: float) -> _Folder:
-    """This process's client and lock on the embedded folder ``folder`` (refcounted)."""
-    key = (str(folder.resolve()), os.getpid())
-    with _registry_lock:
-        found = _folders.get(key)
-        if found is None:
-            lock = FolderLock.acquire(folder, timeout_s=timeout_s, detail=_lock_detail())
-            try:
-                import chromadb
-
-                client = chromadb.PersistentClient(
-                    path=str(folder / CHROMA_FOLDER), settings=_chroma_settings()
-                )
-            except BaseException:
-                lock.release()
-                raise
-            found = _Folder(client=client, lock=lock)
-            _folders[key] = found
-        found.refs += 1
-        return found
-
-
-def _close_folder(folder: Path) -> None:
-    key = (str(folder.resolve()), os.getpid())
-    with _registry_lock:
-        found = _folders.get(key)
-        if found is None:
-            return
-        found.refs -= 1
-        if found.refs > 0:
-            return
-        del _folders[key]
-    try:
-        close = getattr(found.client, "close", None)
-        if close is not None:
-            close()
-    finally:
-        found.lock.release()
-
-
 class ChromaStore:
     """A :class:`~agentmemory.Store` with vector search: a :class:`~agentmemory.SqliteStore`
     journal plus a Chroma index holding one vector per live entry (see the module docstring).
 
-    Open one with :meth:`open`. Safe for several threads; see the module docstring for
-    processes. Every method of the store protocol reads and writes the journal; ``put``,
-    ``forget`` and ``put_many`` also update the index before they return.
+    ``ChromaStore(path, **options)`` is the same as :meth:`open` (the options are
+    :class:`ChromaStoreOptions`). Safe for several threads; one process per embedded folder
+    (docs/storage.md#several-processes). Every method of the store protocol reads and writes
+    the journal; ``put``, ``forget`` and ``put_many`` also update the index before they return.
     """
 
-    def __init__(
-        self,
-        path: str | os.PathLike[str],
-        *,
-        embedder: Embedder,
-        max_entry_bytes: int = DEFAULT_MAX_ENTRY_BYTES,
-        client: Any = None,
-        collection_prefix: str = DEFAULT_COLLECTION_PREFIX,
-        reindex: bool = False,
-        lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
-        busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
-        clock: Callable[[], datetime] = utc_now,
-        fusion: Fusion = DEFAULT_FUSION,
-        _fault_after_commit: Callable[[Sequence[Change]], None] | None = None,
-    ) -> None:
-        """Open (or create) the store in folder ``path``; the same as :meth:`open`."""
+    index_type: ClassVar[type[ChromaIndex]] = ChromaIndex
+    """The class that talks to Chroma. A subclass of the store may set a subclass of
+    :class:`~agentmemory.chroma_index.ChromaIndex` here (a test's, to count Chroma calls or to
+    fail them between the journal commit and the index update); each handle makes its own."""
+
+    def __init__(self, path: str | os.PathLike[str], **options: Unpack[ChromaStoreOptions]):
+        unknown = sorted(set(options) - _OPTION_NAMES)
+        if unknown:
+            raise TypeError(
+                f"ChromaStore got unexpected keyword arguments {', '.join(unknown)}; it takes "
+                f"{', '.join(sorted(_OPTION_NAMES))}"
+            )
+        embedder = options.get("embedder")
         if not isinstance(embedder, Embedder):
             raise TypeError(
                 f"embedder is a {type(embedder).__name__}, not an Embedder (name, dim, "
                 "fingerprint, embed); build one with embedders.get(name)"
             )
-        if (
-            not isinstance(collection_prefix, str)
-            or len(collection_prefix) > MAX_PREFIX_CHARS
-            or _PREFIX_RE.fullmatch(collection_prefix) is None
-        ):
-            raise ValueError(
-                f"collection_prefix {collection_prefix!r} must be 1 to {MAX_PREFIX_CHARS} "
-                "characters of letters, digits, '-' and '_', starting with a letter or digit"
-            )
+        client = options.get("client")
+        prefix = options.get("collection_prefix", DEFAULT_COLLECTION_PREFIX)
         self._dir = Path(path)
         self._embedder = embedder
-        self._prefix = collection_prefix
         self._embedded = client is None
         self._pid = os.getpid()
-        self._fusion = fusion
-        self._fault_after_commit = _fault_after_commit
+        self._fusion = options.get("fusion", DEFAULT_FUSION)
         self._closed = False
+        self._shared: SharedIndex | None = None
+        self._opened_folder = False
+        check_prefix(prefix)  # before anything is opened
         kind = "embedded" if self._embedded else "client"
         self._state_keys = {
-            k: f"{_STATE_NS}:{kind}:{collection_prefix}:{k}" for k in ("cursor", "embedder", "lost")
+            k: f"{_STATE_NS}:{kind}:{prefix}:{k}" for k in ("cursor", "embedder", "lost")
         }
-        self._folder: _Folder | None = None
-        self._index: _Index | None = None
         self._dir.mkdir(parents=True, exist_ok=True)
         if self._embedded:
-            self._folder = _open_folder(self._dir, lock_timeout_s)
-            client = self._folder.client
-        self._client = client
+            client = open_folder(self._dir, options.get("lock_timeout_s", DEFAULT_LOCK_TIMEOUT_S))
+            self._opened_folder = True
         try:
+            self._index = index = self.index_type(client, prefix)
             self._journal = SqliteStore(
                 self._dir / JOURNAL_FILE,
-                max_entry_bytes=max_entry_bytes,
-                busy_timeout_s=busy_timeout_s,
-                clock=clock,
+                max_entry_bytes=options.get("max_entry_bytes", DEFAULT_MAX_ENTRY_BYTES),
+                busy_timeout_s=options.get("busy_timeout_s", DEFAULT_BUSY_TIMEOUT_S),
+                clock=options.get("clock", utc_now),
             )
         except BaseException:
-            if self._folder is not None:
-                _close_folder(self._dir)
+            if self._opened_folder:
+                close_folder(self._dir)
             raise
         try:
-            self._batch = max(1, min(SYNC_CHUNK, int(client.get_max_batch_size())))
-            self._attach(reindex)
+            self._batch = max(1, min(SYNC_CHUNK, index.max_batch_size()))
+            self._attach(options.get("reindex", False))
         except BaseException:
             self.close()
             raise
 
     @classmethod
-    def open(
-        cls,
-        path: str | os.PathLike[str],
-        *,
-        embedder: Embedder,
-        max_entry_bytes: int = DEFAULT_MAX_ENTRY_BYTES,
-        client: Any = None,
-        collection_prefix: str = DEFAULT_COLLECTION_PREFIX,
-        reindex: bool = False,
-        lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
-        busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
-        clock: Callable[[], datetime] = utc_now,
-        fusion: Fusion = DEFAULT_FUSION,
-        _fault_after_commit: Callable[[Sequence[Change]], None] | None = None,
-    ) -> Self:
+    def open(cls, path: str | os.PathLike[str], **options: Unpack[ChromaStoreOptions]) -> Self:
         """Open (or create) the store in folder ``path`` and bring its index up to date.
 
-        Args:
-            path: the store's folder (created when missing): ``journal.sqlite3`` and, when
-                ``client`` is ``None``, the embedded Chroma folder ``chroma/``.
-            embedder: makes the vectors; its ``fingerprint`` is recorded with a new store. An
-                existing store takes its recorded embedder or one that gives the same vectors
-                (:func:`embedders.same_vectors`: the same model through the other runtime), and
-                keeps its recorded fingerprint.
-            max_entry_bytes: the content bound in UTF-8 bytes (default 4096).
-            client: a Chroma client to hold the collections (``chromadb.HttpClient`` for a
-                server); ``None`` opens the embedded ``PersistentClient`` in ``path/chroma``,
-                owned by this process.
-            collection_prefix: collection names are ``<prefix>_<scope>``; give stores sharing
-                one Chroma server different prefixes.
-            reindex: rebuild the index from the journal with ``embedder`` (needed to switch
-                embedders; embeds every live entry).
-            lock_timeout_s: how long to wait for another process's hold on an embedded folder,
-                in seconds.
-            busy_timeout_s: how long a journal write waits for another writer, in seconds.
-            clock: the time stamped on writes (for tests).
-            fusion: the parameters of :meth:`recall`'s hybrid (``recallers.Fusion``; RRF with
-                k = 60 by default).
-            _fault_after_commit: private, for tests only: called with the journal records of
-                each write of this handle after the journal commit and before the index update
-                (to raise, or to kill the process, between the two steps). Other handles on the
-                same folder are not affected.
+        ``path`` is the store's folder (created when missing): ``journal.sqlite3`` and, when
+        no ``client`` is given, the embedded Chroma folder ``chroma/``. The options are those
+        of :class:`ChromaStoreOptions` (``embedder`` is required).
 
         Opening replays the journal records the index cursor has not seen (a crash between a
         journal commit and its index update loses nothing). When the index lacks whole scopes
@@ -406,7 +274,8 @@ class ChromaStore:
         a clean ``repair()``; the store works meanwhile, and vector search misses those entries.
 
         Raises:
-            TypeError: ``embedder`` is not an :class:`embedders.Embedder`.
+            TypeError: ``embedder`` is missing or not an :class:`embedders.Embedder`, or an
+                option that is not one of :class:`ChromaStoreOptions`.
             ValueError: a bad ``collection_prefix`` or ``max_entry_bytes``.
             EmbedderMismatchError: the store was indexed with an embedder that gives other
                 vectors (names both); open it with that embedder, or with ``reindex=True``.
@@ -414,51 +283,33 @@ class ChromaStore:
                 journal stayed locked for ``busy_timeout_s``.
             StoreFormatError: ``journal.sqlite3`` is not a journal of ours.
         """
-        return cls(
-            path,
-            embedder=embedder,
-            max_entry_bytes=max_entry_bytes,
-            client=client,
-            collection_prefix=collection_prefix,
-            reindex=reindex,
-            lock_timeout_s=lock_timeout_s,
-            busy_timeout_s=busy_timeout_s,
-            clock=clock,
-            fusion=fusion,
-            _fault_after_commit=_fault_after_commit,
-        )
+        return cls(path, **options)
 
     # -- opening -----------------------------------------------------------------------------
+
+    def _index_key(self) -> IndexKey:
+        return (str(self._dir.resolve()), self._index.prefix, id(self._index.client), self._pid)
 
     def _attach(self, reindex: bool) -> None:
         """Join (or set up) this process's shared index state, then check and replay."""
         given = self._embedder.fingerprint
-        key = (str(self._dir.resolve()), self._prefix, id(self._client), self._pid)
-        with _registry_lock:
-            index = _indexes.get(key)
-            if index is not None:
-                if not same_vectors(index.fingerprint, given):
-                    raise EmbedderMismatchError(str(self._dir), index.fingerprint, given)
-                index.refs += 1
-                self._index = index
-                fresh = False
-            else:
-                stored = self._journal.get_state(self._state_keys["embedder"])
-                if stored is not None and not reindex and not same_vectors(stored, given):
-                    raise EmbedderMismatchError(str(self._dir), stored, given)
-                cursor = int(self._journal.get_state(self._state_keys["cursor"]) or "0")
-                index = _Index(
-                    client=self._client,
-                    fingerprint=given if stored is None or reindex else stored,
-                    cursor=cursor,
-                    persisted=cursor,
-                    refs=1,
-                )
-                _indexes[key] = index
-                self._index = index
-                fresh = True
-                if stored is None:
-                    self._journal.set_state(self._state_keys["embedder"], given)
+
+        def check(shared: SharedIndex) -> None:
+            if not same_vectors(shared.fingerprint, given):
+                raise EmbedderMismatchError(str(self._dir), shared.fingerprint, given)
+
+        def create() -> SharedIndex:
+            stored = self._journal.get_state(self._state_keys["embedder"])
+            if stored is not None and not reindex and not same_vectors(stored, given):
+                raise EmbedderMismatchError(str(self._dir), stored, given)
+            cursor = IndexCursor(self._journal, self._state_keys["cursor"])
+            if stored is None:
+                self._journal.set_state(self._state_keys["embedder"], given)
+            return SharedIndex(
+                fingerprint=given if stored is None or reindex else stored, cursor=cursor
+            )
+
+        self._shared, fresh = join_index(self._index_key(), check=check, create=create)
         if reindex:
             self.reindex()
         elif fresh:
@@ -467,12 +318,12 @@ class ChromaStore:
 
     def _check_lost(self) -> None:
         """Warn when the index lacks scopes the journal has live entries in (and remember it)."""
-        index = self._idx()
+        cursor = self._cursor().position
         lost_key = self._state_keys["lost"]
         lost = self._journal.get_state(lost_key)
-        if not lost and index.cursor > 0:
-            absent = sorted(set(self._journal.scopes()) - set(self._collection_scopes()))
-            missing = self._journal.scopes_written_by(index.cursor, absent) if absent else []
+        if not lost and cursor > 0:
+            absent = sorted(set(self._journal.scopes()) - set(self._index.scopes()))
+            missing = self._journal.scopes_written_by(cursor, absent) if absent else []
             if missing:
                 lost = ", ".join(missing)
                 self._journal.set_state(lost_key, lost)
@@ -493,10 +344,7 @@ class ChromaStore:
 
     def _replay(self) -> None:
         """Apply every journal record after the cursor (last state per key wins)."""
-        index = self._idx()
-        with index.state_lock:
-            start = index.cursor
-        records = list(self._journal.journal(start))
+        records = list(self._journal.journal(self._cursor().position))
         if not records:
             return
         self._sync([(c.entry.scope, c.entry.name) for c in records], check_index=True)
@@ -517,12 +365,12 @@ class ChromaStore:
     @property
     def collection_prefix(self) -> str:
         """The prefix of this store's collection names."""
-        return self._prefix
+        return self._index.prefix
 
     @property
     def client(self) -> Any:
         """The Chroma client holding the collections (shared by the handles of this process)."""
-        return self._client
+        return self._index.client
 
     @property
     def journal_store(self) -> SqliteStore:
@@ -538,14 +386,14 @@ class ChromaStore:
     @property
     def index_cursor(self) -> int:
         """Every journal record up to this ``seq`` is applied to the index."""
-        return self._idx().cursor
+        return self._cursor().position
 
     def collection_name(self, scope: str) -> str:
         """The Chroma collection name of ``scope``: ``<prefix>_<scope>``.
 
         Raises :class:`~agentmemory.InvalidEntryError` for a scope that is not kebab-case.
         """
-        return f"{self._prefix}{_SEPARATOR}{check_scope(scope)}"
+        return self._index.collection_name(scope)
 
     # -- the store protocol: reads -------------------------------------------------------------
 
@@ -661,14 +509,11 @@ class ChromaStore:
     def _after_commit(self, changes: Sequence[Change]) -> None:
         """Bring the index in line with the journal for the keys just written, then mark their
         records applied; on failure, keep them for the next catch-up and raise IndexWriteError."""
-        index = self._idx()
+        cursor = self._cursor()
         try:
-            if self._fault_after_commit is not None:
-                self._fault_after_commit(changes)
             self._sync([(c.entry.scope, c.entry.name) for c in changes], check_index=False)
         except Exception as err:
-            with index.state_lock:
-                index.failed.update(c.seq for c in changes if c.seq > index.cursor)
+            cursor.mark_failed(c.seq for c in changes)
             raise IndexWriteError(str(self._dir), changes, err) from err
         self._mark_applied(c.seq for c in changes)
         try:
@@ -684,75 +529,44 @@ class ChromaStore:
     # -- the index cursor --------------------------------------------------------------------
 
     def _mark_applied(self, seqs: Iterable[int]) -> None:
-        """Record ``seqs`` as applied; advance the cursor over the contiguous applied run and
-        persist it."""
-        index = self._idx()
-        with index.state_lock:
-            for s in seqs:
-                index.failed.discard(s)
-                if s > index.cursor:
-                    index.applied.add(s)
-            start = index.cursor
-            while index.cursor + 1 in index.applied:
-                index.cursor += 1
-                index.applied.discard(index.cursor)
-            advanced = index.cursor != start
-        if advanced:
-            self._persist_cursor()
+        """Record ``seqs`` as applied; persist the cursor when it advanced."""
+        if self._cursor().mark_applied(seqs):
+            self._save_cursor()
 
-    def _persist_cursor(self) -> None:
-        """Write the cursor to the journal's ``store_state`` when it moved (never backwards: one
-        writer at a time, always the latest value). A failure is logged: a cursor persisted late
-        only means more replay at the next open."""
-        index = self._idx()
-        with index.persist_lock:
-            with index.state_lock:
-                value = index.cursor
-            if value <= index.persisted:
-                return
-            try:
-                self._journal.set_state(self._state_keys["cursor"], str(value))
-            except Exception as err:
-                logger.warning(
-                    "agentmemory: store %s: could not record the index cursor %d (%s: %s); "
-                    "the next open replays from the last one recorded",
-                    self._dir,
-                    value,
-                    type(err).__name__,
-                    err,
-                )
-                return
-            index.persisted = value
+    def _save_cursor(self) -> None:
+        """Persist the cursor; a failure is logged: a cursor persisted late only means more
+        replay at the next open."""
+        cursor = self._cursor()
+        try:
+            cursor.save()
+        except Exception as err:
+            logger.warning(
+                "agentmemory: store %s: could not record the index cursor %d (%s: %s); "
+                "the next open replays from the last one recorded",
+                self._dir,
+                cursor.position,
+                type(err).__name__,
+                err,
+            )
 
     def _reset_cursor(self, seq: int) -> None:
         """Every record up to ``seq`` is now applied (after a rebuild or a clean repair)."""
-        index = self._idx()
-        with index.state_lock:
-            if seq > index.cursor:
-                index.cursor = seq
-            index.applied = {s for s in index.applied if s > index.cursor}
-            index.failed = {s for s in index.failed if s > index.cursor}
-        self._mark_applied(())
-        self._persist_cursor()
+        self._cursor().reset(seq)
+        self._save_cursor()
 
     def _catch_up(self, *, force: bool = False) -> None:
         """Apply the records the cursor is stuck behind (failed index updates, or other
         processes' writes), when there are failures or many applied records wait behind them.
-        Errors are logged, not raised: the caller's own write already succeeded."""
-        index = self._idx()
-        with index.state_lock:
-            if not force and not index.failed and len(index.applied) < CATCH_UP_AFTER:
-                return
-            start = index.cursor
-            done = set(index.applied)
-            top = max(done | index.failed, default=start)
-        if force:
-            top = self._journal.last_seq()
+        Errors are logged, not raised (unless ``force``): the caller's own write succeeded."""
+        plan = self._cursor().catch_up(after=CATCH_UP_AFTER, force=force)
+        if plan is None:
+            return
+        top = self._journal.last_seq() if force else plan.top
         records: builtins.list[Change] = []
-        for c in self._journal.journal(start):
+        for c in self._journal.journal(plan.start):
             if c.seq > top:
                 break
-            if c.seq not in done:
+            if c.seq not in plan.done:
                 records.append(c)
         if not records:
             return
@@ -766,73 +580,18 @@ class ChromaStore:
                 "records after seq %d (%s: %s); it is retried at the next write and open",
                 self._dir,
                 len(records),
-                start,
+                plan.start,
                 type(err).__name__,
                 err,
             )
             return
         self._mark_applied(c.seq for c in records)
 
-    # -- collections -------------------------------------------------------------------------
-
-    def _collection(self, scope: str, *, create: bool) -> Any:
-        """The scope's collection (cached), created when ``create``; ``None`` when it does not
-        exist and ``create`` is false."""
-        index = self._idx()
-        with index.state_lock:
-            found = index.collections.get(scope)
-        if found is not None:
-            return found
-        name = self.collection_name(scope)
-        if create:
-            found = self._client.get_or_create_collection(
-                name,
-                embedding_function=None,
-                configuration={"hnsw": {"space": "cosine"}},
-                metadata={"agentmemory-scope": scope},
-            )
-        else:
-            try:
-                found = self._client.get_collection(name, embedding_function=None)
-            except _chroma_not_found():
-                return None
-        with index.state_lock:
-            index.collections[scope] = found
-        return found
-
-    def _forget_collection(self, scope: str) -> None:
-        index = self._idx()
-        with index.state_lock:
-            index.collections.pop(scope, None)
-
-    def _collection_scopes(self) -> builtins.list[str]:
-        """The scopes that have a collection of this store's prefix in the client."""
-        head = self._prefix + _SEPARATOR
-        scopes = []
-        for col in self._client.list_collections():
-            name = col if isinstance(col, str) else col.name
-            if name.startswith(head) and valid_name(name[len(head) :]):
-                scopes.append(name[len(head) :])
-        return sorted(scopes)
-
-    def _retry_missing(self, scope: str, action: Callable[[Any], Any], *, create: bool) -> Any:
-        """Run ``action(collection)``; when the cached collection was deleted underneath us (a
-        reindex by another process), look it up again once."""
-        col = self._collection(scope, create=create)
-        if col is None:
-            return None
-        try:
-            return action(col)
-        except _chroma_not_found():
-            self._forget_collection(scope)
-            col = self._collection(scope, create=create)
-            return None if col is None else action(col)
-
     # -- keeping the index in line with the journal -------------------------------------------
 
-    def _embed(self, entries: Sequence[Entry]) -> dict[_Key, tuple[str, npt.NDArray[np.float32]]]:
+    def _embed(self, entries: Sequence[Entry]) -> _Vectors:
         """Vectors for ``entries`` by key, with the text hash each was made from."""
-        out: dict[_Key, tuple[str, npt.NDArray[np.float32]]] = {}
+        out: _Vectors = {}
         dim = self._embedder.dim
         for start in range(0, len(entries), self._batch):
             part = entries[start : start + self._batch]
@@ -854,17 +613,8 @@ class ChromaStore:
             by_scope.setdefault(scope, []).append(name)
         out: dict[_Key, str] = {}
         for scope, names in by_scope.items():
-            ids = [f"{scope}/{n}" for n in names]
-
-            def fetch(col: Any, ids: builtins.list[str] = ids) -> Any:
-                return col.get(ids=ids, include=["metadatas"])
-
-            got = self._retry_missing(scope, fetch, create=False)
-            if got is None:
-                continue
-            for vid, meta in zip(got["ids"], got["metadatas"] or [], strict=False):
-                name = vid.partition("/")[2]
-                out[(scope, name)] = str((meta or {}).get("text_hash", ""))
+            for name, held in self._index.held(scope, names).items():
+                out[(scope, name)] = held
         return out
 
     def _sync(self, keys: Sequence[_Key], *, check_index: bool) -> None:
@@ -885,8 +635,7 @@ class ChromaStore:
         # Embed outside the lock (the slow part); re-read the live state under it, so that of two
         # writers racing on one key the later journal state is what the index keeps.
         vectors = self._embed([live[k] for k in keys if k in live])
-        index = self._idx()
-        with index.write_lock:
+        with self._shared_index().write_lock:
             for _ in range(SYNC_ROUNDS):
                 now = self._journal.live_many(keys)
                 redo = [e for k, e in now.items() if vectors.get(k, ("",))[0] != _text_hash(e)]
@@ -903,44 +652,22 @@ class ChromaStore:
             "writing them?); call repair() when the writes settle"
         )
 
-    def _apply(
-        self,
-        keys: Sequence[_Key],
-        live: dict[_Key, Entry],
-        vectors: dict[_Key, tuple[str, npt.NDArray[np.float32]]],
-    ) -> None:
-        """Upsert the vectors of the live keys and delete the others, one call per scope."""
-        ups: dict[str, builtins.list[_Key]] = {}
+    def _apply(self, keys: Sequence[_Key], live: dict[_Key, Entry], vectors: _Vectors) -> None:
+        """Delete the vectors of the keys that are not live, then upsert those of the live
+        ones: one index call per scope each."""
+        ups: dict[str, builtins.list[IndexRow]] = {}
         dels: dict[str, builtins.list[str]] = {}
         for k in keys:
-            if k in live:
-                ups.setdefault(k[0], []).append(k)
+            e = live.get(k)
+            if e is None:
+                dels.setdefault(k[0], []).append(k[1])
             else:
-                dels.setdefault(k[0], []).append(f"{k[0]}/{k[1]}")
-        for scope, ids in dels.items():
-
-            def delete(col: Any, ids: builtins.list[str] = ids) -> None:
-                col.delete(ids=ids)
-
-            self._retry_missing(scope, delete, create=False)
-        for scope, found in ups.items():
-            entries = [live[k] for k in found]
-            ids = [f"{e.scope}/{e.name}" for e in entries]
-            matrix = np.stack([vectors[k][1] for k in found])
-            metas: builtins.list[dict[str, str | int | float | bool | None]] = [
-                {"scope": e.scope, "name": e.name, "hash": e.hash, "text_hash": vectors[k][0]}
-                for k, e in zip(found, entries, strict=True)
-            ]
-
-            def upsert(
-                col: Any,
-                ids: builtins.list[str] = ids,
-                matrix: npt.NDArray[np.float32] = matrix,
-                metas: builtins.list[dict[str, str | int | float | bool | None]] = metas,
-            ) -> None:
-                col.upsert(ids=ids, embeddings=matrix, metadatas=metas)
-
-            self._retry_missing(scope, upsert, create=True)
+                text_hash, vector = vectors[k]
+                ups.setdefault(k[0], []).append(IndexRow(e.name, e.hash, text_hash, vector))
+        for scope, names in dels.items():
+            self._index.delete(scope, names)
+        for scope, rows in ups.items():
+            self._index.upsert(scope, rows)
 
     # -- vector search -----------------------------------------------------------------------
 
@@ -998,30 +725,17 @@ class ChromaStore:
         Chroma for more when stale vectors had to be dropped."""
         want = limit
         while True:
-
-            def run(col: Any, n: int = want) -> Any:
-                return col.query(
-                    query_embeddings=query[None, :], n_results=n, include=["metadatas", "distances"]
-                )
-
-            got = self._retry_missing(scope, run, create=False)
-            if got is None:
-                return []
-            ids = got["ids"][0]
-            metas = (got["metadatas"] or [[]])[0]
-            dists = (got["distances"] or [[]])[0]
-            names = [vid.partition("/")[2] for vid in ids]
-            live = self._journal.live_many([(scope, n) for n in names])
+            found = self._index.query(scope, query, want)
+            live = self._journal.live_many([(scope, n.name) for n in found])
             good: builtins.list[tuple[Entry, float]] = []
-            for name, meta, dist in zip(names, metas, dists, strict=False):
-                e = live.get((scope, name))
+            for n in found:
+                e = live.get((scope, n.name))
                 if e is None:
                     continue
-                held = (meta or {}).get("text_hash")
-                if held is not None and held != _text_hash(e):
+                if n.text_hash is not None and n.text_hash != _text_hash(e):
                     continue
-                good.append((e, 1.0 - float(dist)))
-            if len(good) >= limit or len(ids) < want:
+                good.append((e, 1.0 - n.distance))
+            if len(good) >= limit or len(found) < want:
                 return good[:limit]
             want = want * 2 + (limit - len(good))
 
@@ -1030,21 +744,10 @@ class ChromaStore:
     def _all_indexed(self) -> dict[_Key, str]:
         """Every vector in this store's collections: key to text hash."""
         out: dict[_Key, str] = {}
-        for scope in self._collection_scopes():
-            offset = 0
-            while True:
-
-                def page(col: Any, offset: int = offset) -> Any:
-                    return col.get(include=["metadatas"], limit=self._batch, offset=offset)
-
-                got = self._retry_missing(scope, page, create=False)
-                if got is None or not got["ids"]:
-                    break
-                for vid, meta in zip(got["ids"], got["metadatas"] or [], strict=False):
-                    out[(scope, vid.partition("/")[2])] = str((meta or {}).get("text_hash", ""))
-                offset += len(got["ids"])
-                if len(got["ids"]) < self._batch:
-                    break
+        for scope in self._index.scopes():
+            for page in self._index.iter_held(scope, self._batch):
+                for name, held in page.items():
+                    out[(scope, name)] = held
         return out
 
     def verify(self) -> IndexReport:
@@ -1074,7 +777,7 @@ class ChromaStore:
             extra=extra,
             live=len(live),
             indexed=len(indexed),
-            cursor=self._idx().cursor,
+            cursor=self._cursor().position,
             last_seq=last,
         )
 
@@ -1114,25 +817,14 @@ class ChromaStore:
         journal and embeds only what is still missing.
         """
         self._check_open()
-        index = self._idx()
-        with index.write_lock:
+        shared = self._shared_index()
+        with shared.write_lock:
             head = self._journal.last_seq()
-            with index.state_lock:
-                index.cursor = 0
-                index.applied.clear()
-                index.failed.clear()
-            with index.persist_lock:
-                self._journal.set_state(self._state_keys["cursor"], "0")
-                index.persisted = 0
+            shared.cursor.rewind()
             self._journal.set_state(self._state_keys["embedder"], self._embedder.fingerprint)
-            index.fingerprint = self._embedder.fingerprint
-            for scope in self._collection_scopes():
-                try:
-                    self._client.delete_collection(self.collection_name(scope))
-                except _chroma_not_found():
-                    pass
-            with index.state_lock:
-                index.collections.clear()
+            shared.fingerprint = self._embedder.fingerprint
+            for scope in self._index.scopes():
+                self._index.drop(scope)
         count = 0
         for batch in self._journal.iter_live(self._batch):
             self._sync_chunk([(e.scope, e.name) for e in batch], check_index=False)
@@ -1147,13 +839,16 @@ class ChromaStore:
 
     # -- lifetime ----------------------------------------------------------------------------
 
-    def _idx(self) -> _Index:
-        index = self._index
-        if index is None:
+    def _shared_index(self) -> SharedIndex:
+        shared = self._shared
+        if shared is None:
             raise AgentMemoryError(
                 f"agentmemory: store {self._dir} is closed; open a new ChromaStore to use it"
             )
-        return index
+        return shared
+
+    def _cursor(self) -> IndexCursor:
+        return self._shared_index().cursor
 
     def _check_open(self) -> None:
         if self._closed:
@@ -1176,24 +871,20 @@ class ChromaStore:
             return
         self._closed = True
         if os.getpid() != self._pid:  # a forked child: the parent's client and lock are not ours
-            self._index = self._folder = None
+            self._shared = None
+            self._opened_folder = False
             return
-        index, self._index = self._index, None
+        shared, self._shared = self._shared, None
         try:
-            if index is not None:
-                with _registry_lock:
-                    index.refs -= 1
-                    if index.refs <= 0:
-                        key = (str(self._dir.resolve()), self._prefix, id(self._client), self._pid)
-                        if _indexes.get(key) is index:
-                            del _indexes[key]
+            if shared is not None:
+                leave_index(self._index_key(), shared)
             journal = getattr(self, "_journal", None)
             if journal is not None:
                 journal.close()
         finally:
-            if self._folder is not None:
-                self._folder = None
-                _close_folder(self._dir)
+            if self._opened_folder:
+                self._opened_folder = False
+                close_folder(self._dir)
 
     def __enter__(self) -> Self:
         return self
@@ -1205,5 +896,5 @@ class ChromaStore:
         where = "embedded" if self._embedded else "client"
         return (
             f"ChromaStore({str(self._dir)!r}, embedder={self._embedder.name!r}, "
-            f"prefix={self._prefix!r}, {where})"
+            f"prefix={self._index.prefix!r}, {where})"
         )

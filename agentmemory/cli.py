@@ -156,18 +156,6 @@ def _index_behind(changes: Sequence[Change], cause: BaseException | None) -> Non
     )
 
 
-_STORE_OPTIONS_KEY = "_chroma_store_options"
-"""Key of a dict in click's root ``obj`` whose items are passed to ``ChromaStore.open`` (tests
-pass ``_fault_after_commit`` this way: ``CliRunner().invoke(main, args, obj={key: {...}})``)."""
-
-
-def _store_options() -> dict[str, Any]:
-    ctx = click.get_current_context(silent=True)
-    obj = ctx.find_root().obj if ctx is not None else None
-    options = obj.get(_STORE_OPTIONS_KEY) if isinstance(obj, dict) else None
-    return dict(options) if isinstance(options, dict) else {}
-
-
 def _os_error(exc: OSError) -> str:
     if exc.filename is not None and exc.strerror:
         return f"{exc.strerror}: {exc.filename}"
@@ -279,9 +267,7 @@ def _open_index(
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", IndexOutOfStepWarning)
-            store = open_store(
-                path, embedder=embedder_name, create=create, reindex=reindex, **_store_options()
-            )
+            store = open_store(path, embedder=embedder_name, create=create, reindex=reindex)
     except EmbedderNameError as exc:
         raise click.BadParameter(str(exc), param_hint="--embedder") from None
     except NoStoreError as exc:

@@ -30,6 +30,7 @@ from agentmemory import (
     content_hash,
 )
 from agentmemory import chroma_store as chroma_store_module
+from agentmemory.chroma_index import ChromaIndex, IndexRow
 from embedders import HashingEmbedder
 
 DIM = 256
@@ -39,8 +40,8 @@ DIM = 256
 class Backend:
     """How a case opens stores and destroys an index.
 
-    open(path, **kwargs) opens a ChromaStore on the folder (always the same collections for the
-    same folder); lose_index(path) deletes the store's vectors behind its back (the embedded
+    open(path, store_type=ChromaStore, **kwargs) opens a store_type (ChromaStore or a subclass)
+    on the folder (always the same collections for the same folder); lose_index(path) deletes the store's vectors behind its back (the embedded
     Chroma folder, or the server's collections); client() is the Chroma client holding them.
     """
 
@@ -82,13 +83,30 @@ def indexed_cosine(st: ChromaStore, key: str, text: str) -> float:
 
 
 class Fault:
-    """A fault for one store handle (ChromaStore's private ``_fault_after_commit``): while
-    armed, it raises between the journal commit and the index update of each write."""
+    """A fault for the store handles opened with its ``store_type``: while armed, every Chroma
+    write of those handles (an upsert or a delete of their ``ChromaIndex``) raises, so each of
+    their writes fails between its journal commit and its index update. Other handles on the
+    same folder (plain ``ChromaStore``) are not affected."""
 
-    def __init__(self) -> None:
-        self.armed = False
+    def __init__(self, *, armed: bool = False) -> None:
+        self.armed = armed
+        fault = self
 
-    def __call__(self, changes: object) -> None:
+        class FaultyIndex(ChromaIndex):
+            def upsert(self, scope: str, rows: Sequence[IndexRow]) -> None:
+                fault.check()
+                super().upsert(scope, rows)
+
+            def delete(self, scope: str, names: Sequence[str]) -> None:
+                fault.check()
+                super().delete(scope, names)
+
+        class FaultyStore(ChromaStore):
+            index_type = FaultyIndex
+
+        self.store_type: type[ChromaStore] = FaultyStore
+
+    def check(self) -> None:
         if self.armed:
             raise RuntimeError("injected between journal and index")
 
@@ -209,7 +227,7 @@ def case_exception_between_steps(b: Backend, tmp: Path) -> None:
     the next write catches the index up; so does reopening."""
 
     fault = Fault()
-    with b.open(tmp, _fault_after_commit=fault) as st:
+    with b.open(tmp, store_type=fault.store_type) as st:
         st.put(Entry("user", "first", "apples and pears"))
         with fault.on(), pytest.raises(IndexWriteError, match="seq 2") as info:
             st.put(Entry("user", "second", "bananas and cherries"))
@@ -241,9 +259,8 @@ def case_fault_is_scoped_to_its_handle(b: Backend, tmp: Path) -> None:
     """A fault given to one handle fails only that handle's index updates: a second handle on
     the same folder (sharing its index state) writes and indexes normally, and catches up the
     failed write; a later open without a fault is clean."""
-    fault = Fault()
-    fault.armed = True
-    with b.open(tmp, _fault_after_commit=fault) as faulty, b.open(tmp) as plain:
+    fault = Fault(armed=True)
+    with b.open(tmp, store_type=fault.store_type) as faulty, b.open(tmp) as plain:
         with pytest.raises(IndexWriteError, match="seq 1"):
             faulty.put(Entry("user", "first", "apples and pears"))
         plain.put(Entry("user", "second", "bananas and cherries"))

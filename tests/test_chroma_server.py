@@ -97,9 +97,11 @@ def prefix_for(path: Path) -> str:
 
 @pytest.fixture(scope="module")
 def server(client: Any) -> Backend:
-    def open_store(path: Path, **kwargs: Any) -> ChromaStore:
+    def open_store(
+        path: Path, store_type: type[ChromaStore] = ChromaStore, **kwargs: Any
+    ) -> ChromaStore:
         kwargs.setdefault("embedder", HashingEmbedder(DIM))
-        return ChromaStore.open(path, client=client, collection_prefix=prefix_for(path), **kwargs)
+        return store_type.open(path, client=client, collection_prefix=prefix_for(path), **kwargs)
 
     def lose_index(path: Path) -> None:
         head = prefix_for(path) + "_"

@@ -27,9 +27,11 @@ REPO = Path(__file__).resolve().parents[1]
 CHILD_TIMEOUT_S = 120
 
 
-def open_embedded(path: Path, **kwargs: Any) -> ChromaStore:
+def open_embedded(
+    path: Path, store_type: type[ChromaStore] = ChromaStore, **kwargs: Any
+) -> ChromaStore:
     kwargs.setdefault("embedder", HashingEmbedder(DIM))
-    return ChromaStore.open(path, **kwargs)
+    return store_type.open(path, **kwargs)
 
 
 def lose_folder(path: Path) -> None:
@@ -64,17 +66,21 @@ def run_child(script: str, *args: str, **popen: Any) -> subprocess.Popen[str]:
 CRASH_CHILD = """
     import os, signal, sys
     from agentmemory import ChromaStore, Entry
+    from agentmemory.chroma_index import ChromaIndex
     from embedders import HashingEmbedder
 
     armed = False
 
-    def kill(changes):
-        if armed:
-            os.kill(os.getpid(), signal.SIGKILL)
+    class KillingIndex(ChromaIndex):
+        def upsert(self, scope, rows):
+            if armed:
+                os.kill(os.getpid(), signal.SIGKILL)
+            super().upsert(scope, rows)
 
-    st = ChromaStore.open(
-        sys.argv[1], embedder=HashingEmbedder(int(sys.argv[2])), _fault_after_commit=kill
-    )
+    class KillingStore(ChromaStore):
+        index_type = KillingIndex
+
+    st = KillingStore.open(sys.argv[1], embedder=HashingEmbedder(int(sys.argv[2])))
     st.put(Entry("user", "before", "written and indexed before the crash"))
     armed = True
     st.put_many([Entry("bulk", f"e{i}", f"bulk entry {i} word{i}") for i in range(600)])

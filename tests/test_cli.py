@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from chroma_store_cases import Fault
 from click.testing import CliRunner, Result
 from conftest import need_shared_data
 
@@ -465,19 +466,17 @@ def test_import_into_a_store_another_process_holds(tmp_path: Path, store_dir: Pa
 
 def faulty_cli(store: Path, *args: str, input: str | None = None) -> Result:
     """Run a write subcommand on ``store`` (hashing embedder) with a ChromaStore whose index
-    update fails after every journal commit (its private ``_fault_after_commit``, given to the
-    store the command opens through click's ``obj``)."""
-
-    def fail(changes: object) -> None:
-        raise RuntimeError("injected between journal and index")
-
-    return CliRunner().invoke(
-        main,
-        [*args, "--path", str(store), "--embedder", "hashing"],
-        input=input,
-        obj={"_chroma_store_options": {"_fault_after_commit": fail}},
-        catch_exceptions=False,
-    )
+    update fails after every journal commit: for the call, every ChromaStore the command opens
+    writes Chroma through an index whose upserts and deletes raise (``ChromaStore.index_type``,
+    the seam for a test's own index)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ChromaStore, "index_type", Fault(armed=True).store_type.index_type)
+        return CliRunner().invoke(
+            main,
+            [*args, "--path", str(store), "--embedder", "hashing"],
+            input=input,
+            catch_exceptions=False,
+        )
 
 
 def index_warning(result: Result, where: str) -> None:

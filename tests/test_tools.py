@@ -799,13 +799,12 @@ def test_import_agentmemory_leaves_jsonschema_until_a_tool_is_built() -> None:
 def test_a_write_whose_vector_update_fails_is_reported_as_done(tmp_path: Path) -> None:
     """ChromaStore raises IndexWriteError after the journal commit: the write happened, so the
     tool result is a success with the record, and says search by meaning may miss it."""
-    from agentmemory import ChromaStore
+    from chroma_store_cases import Fault
+
     from embedders import HashingEmbedder
 
-    def fail(changes: object) -> None:
-        raise RuntimeError("injected between journal and index")
-
-    with ChromaStore.open(tmp_path, embedder=HashingEmbedder(), _fault_after_commit=fail) as store:
+    failing = Fault(armed=True).store_type
+    with failing.open(tmp_path, embedder=HashingEmbedder()) as store:
         save, patch, forget, _ = tools(store, ["user"])
         results = [
             save({"name": "tz", "content": "Europe/London"}),

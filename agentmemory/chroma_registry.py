@@ -1,0 +1,163 @@
+"""What the ChromaStore handles of one process share: embedded clients with their folder locks,
+and the index state of each (journal, prefix, client).
+
+Chroma's embedded client is not safe across processes (docs/storage.md#the-folder-lock), so an
+embedded folder is opened once per process: the first handle takes the folder lock and opens the
+``chromadb.PersistentClient``; later handles share both; the last to close closes the client and
+releases the lock. The handles on one index (the same journal file, collection prefix and client)
+share one :class:`SharedIndex`: the embedder fingerprint, the :class:`IndexCursor` and the lock
+that serialises index updates. Both registries are keyed by process id too, so a child forked
+from a process with an open store never reuses its parent's client or cursor (it opens its own,
+and meets the parent's folder lock).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .folder_lock import FolderLock
+from .index_cursor import IndexCursor
+
+__all__ = [
+    "CHROMA_FOLDER",
+    "IndexKey",
+    "SharedIndex",
+    "close_folder",
+    "join_index",
+    "leave_index",
+    "open_folder",
+]
+
+CHROMA_FOLDER = "chroma"
+"""The Chroma ``PersistentClient`` folder's name inside an embedded store's folder."""
+
+IndexKey = tuple[str, str, int, int]
+"""(resolved journal folder, collection prefix, ``id(client)``, process id)."""
+
+
+@dataclass
+class _Folder:
+    """An embedded Chroma folder opened by this process: its client and its lock."""
+
+    client: Any
+    lock: FolderLock
+    refs: int = 0
+
+
+@dataclass
+class SharedIndex:
+    """The index state every handle on one (journal, prefix, client) in this process shares.
+
+    Attributes:
+        fingerprint: the embedder fingerprint the index was built with.
+        cursor: how far the index has applied the journal.
+        write_lock: held while an index update reads the journal and writes Chroma, so that of
+            two writers racing on one entry the later journal state is what the index keeps.
+        refs: the open handles (managed by :func:`join_index` and :func:`leave_index`).
+    """
+
+    fingerprint: str
+    cursor: IndexCursor
+    write_lock: threading.RLock = field(default_factory=threading.RLock)
+    refs: int = 0
+
+
+_lock = threading.Lock()
+_folders: dict[tuple[str, int], _Folder] = {}
+_indexes: dict[IndexKey, SharedIndex] = {}
+
+
+def _chroma_settings() -> Any:
+    from chromadb.config import Settings
+
+    return Settings(anonymized_telemetry=False, allow_reset=False)
+
+
+def _lock_detail() -> str:
+    return (
+        "one process at a time may open an embedded Chroma store (two processes writing one "
+        "Chroma folder lose vectors); close it there, or run a Chroma server (chroma run) and "
+        "open the store in every process with client=chromadb.HttpClient(...)"
+    )
+
+
+def open_folder(folder: Path, timeout_s: float) -> Any:
+    """This process's ``chromadb.PersistentClient`` on ``folder/chroma``, telemetry off; the
+    first call takes the folder lock (waiting up to ``timeout_s`` seconds), later calls share
+    it. Pair each call with :func:`close_folder`.
+
+    Raises:
+        StoreLockedError: another process holds the folder (names it).
+    """
+    key = (str(folder.resolve()), os.getpid())
+    with _lock:
+        found = _folders.get(key)
+        if found is None:
+            lock = FolderLock.acquire(folder, timeout_s=timeout_s, detail=_lock_detail())
+            try:
+                import chromadb
+
+                client = chromadb.PersistentClient(
+                    path=str(folder / CHROMA_FOLDER), settings=_chroma_settings()
+                )
+            except BaseException:
+                lock.release()
+                raise
+            found = _Folder(client=client, lock=lock)
+            _folders[key] = found
+        found.refs += 1
+        return found.client
+
+
+def close_folder(folder: Path) -> None:
+    """Release one :func:`open_folder` of ``folder``; the last closes the client and releases
+    the folder lock. Nothing happens for a folder this process has not opened."""
+    key = (str(folder.resolve()), os.getpid())
+    with _lock:
+        found = _folders.get(key)
+        if found is None:
+            return
+        found.refs -= 1
+        if found.refs > 0:
+            return
+        del _folders[key]
+    try:
+        close = getattr(found.client, "close", None)
+        if close is not None:
+            close()
+    finally:
+        found.lock.release()
+
+
+def join_index(
+    key: IndexKey,
+    *,
+    check: Callable[[SharedIndex], None],
+    create: Callable[[], SharedIndex],
+) -> tuple[SharedIndex, bool]:
+    """The shared state of index ``key`` and whether it was just created: ``check(shared)``
+    runs on an existing one (it may raise, and then nothing is joined); ``create()`` makes a
+    new one. Both run under the registry lock. Pair with :func:`leave_index`."""
+    with _lock:
+        shared = _indexes.get(key)
+        if shared is not None:
+            check(shared)
+            shared.refs += 1
+            return shared, False
+        shared = create()
+        shared.refs = 1
+        _indexes[key] = shared
+        return shared, True
+
+
+def leave_index(key: IndexKey, shared: SharedIndex) -> None:
+    """Release one :func:`join_index`; the last handle removes the state from the registry."""
+    with _lock:
+        shared.refs -= 1
+        if shared.refs <= 0 and _indexes.get(key) is shared:
+            del _indexes[key]
