@@ -302,7 +302,7 @@ class ChromaStore:
             stored = self._journal.get_state(self._state_keys["embedder"])
             if stored is not None and not reindex and not same_vectors(stored, given):
                 raise EmbedderMismatchError(str(self._dir), stored, given)
-            cursor = IndexCursor(self._journal, self._state_keys["cursor"])
+            cursor = IndexCursor.load(self._journal, self._state_keys["cursor"])
             if stored is None:
                 self._journal.set_state(self._state_keys["embedder"], given)
             return SharedIndex(
@@ -510,8 +510,11 @@ class ChromaStore:
         """Bring the index in line with the journal for the keys just written, then mark their
         records applied; on failure, keep them for the next catch-up and raise IndexWriteError."""
         cursor = self._cursor()
+        # The journal state just committed, last record per key: the index is written from it
+        # without reading the rows back, and checked against the journal once after writing.
+        known = {(c.entry.scope, c.entry.name): c.entry for c in changes}
         try:
-            self._sync([(c.entry.scope, c.entry.name) for c in changes], check_index=False)
+            self._sync(builtins.list(known), check_index=False, known=known)
         except Exception as err:
             cursor.mark_failed(c.seq for c in changes)
             raise IndexWriteError(str(self._dir), changes, err) from err
@@ -529,16 +532,19 @@ class ChromaStore:
     # -- the index cursor --------------------------------------------------------------------
 
     def _mark_applied(self, seqs: Iterable[int]) -> None:
-        """Record ``seqs`` as applied; persist the cursor when it advanced."""
+        """Record ``seqs`` as applied; when the cursor advanced, hand it to the journal to
+        persist with its next write transaction (or at close), so a write costs one
+        transaction, not two: a cursor persisted late only means more replay at the next
+        open (docs/storage.md#the-index-cursor)."""
         if self._cursor().mark_applied(seqs):
-            self._save_cursor()
+            self._save_cursor(deferred=True)
 
-    def _save_cursor(self) -> None:
-        """Persist the cursor; a failure is logged: a cursor persisted late only means more
-        replay at the next open."""
+    def _save_cursor(self, *, deferred: bool = False) -> None:
+        """Persist the cursor (``deferred``: with the journal's next write transaction); a
+        failure is logged: a cursor persisted late only means more replay at the next open."""
         cursor = self._cursor()
         try:
-            cursor.save()
+            cursor.save(self._journal, deferred=deferred)
         except Exception as err:
             logger.warning(
                 "agentmemory: store %s: could not record the index cursor %d (%s: %s); "
@@ -617,35 +623,60 @@ class ChromaStore:
                 out[(scope, name)] = held
         return out
 
-    def _sync(self, keys: Sequence[_Key], *, check_index: bool) -> None:
+    def _sync(
+        self,
+        keys: Sequence[_Key],
+        *,
+        check_index: bool,
+        known: dict[_Key, Entry] | None = None,
+    ) -> None:
         """Make the index hold exactly the journal's live state of ``keys``, :data:`SYNC_CHUNK`
         keys at a time. With ``check_index``, keys the index already holds right are skipped
-        (nothing is embedded for them)."""
+        (nothing is embedded for them). ``known`` gives the journal state of the keys when the
+        caller just wrote it (a tombstone for a forgotten key), so it is not read back."""
         todo = builtins.list(dict.fromkeys(keys))
         for start in range(0, len(todo), self._batch):
-            self._sync_chunk(todo[start : start + self._batch], check_index=check_index)
+            self._sync_chunk(
+                todo[start : start + self._batch], check_index=check_index, known=known
+            )
 
-    def _sync_chunk(self, keys: builtins.list[_Key], *, check_index: bool) -> None:
-        live = self._journal.live_many(keys)
+    def _sync_chunk(
+        self,
+        keys: builtins.list[_Key],
+        *,
+        check_index: bool,
+        known: dict[_Key, Entry] | None = None,
+    ) -> None:
+        if known is None:
+            live = self._journal.live_many(keys)
+        else:
+            live = {k: known[k] for k in keys if not known[k].deleted}
         if check_index:
             have = self._indexed(keys)
             keys = [k for k in keys if have.get(k) != _state(live.get(k))]
             if not keys:
                 return
-        # Embed outside the lock (the slow part); re-read the live state under it, so that of two
-        # writers racing on one key the later journal state is what the index keeps.
+        # Embed outside the lock (the slow part). Under it, write the index, then read the
+        # journal's live state of the keys once: a key another writer changed meanwhile is
+        # written again from that state, so of two writers racing on one key the later
+        # journal state is what the index keeps (a vector written from older text in between
+        # is never returned: search checks each hit against the journal).
         vectors = self._embed([live[k] for k in keys if k in live])
         with self._shared_index().write_lock:
             for _ in range(SYNC_ROUNDS):
-                now = self._journal.live_many(keys)
-                redo = [e for k, e in now.items() if vectors.get(k, ("",))[0] != _text_hash(e)]
-                if redo:
-                    vectors.update(self._embed(redo))
-                self._apply(keys, now, vectors)
+                self._apply(keys, live, vectors)
                 after = self._journal.live_many(keys)
-                keys = [k for k in keys if _state(now.get(k)) != _state(after.get(k))]
+                keys = [k for k in keys if _state(live.get(k)) != _state(after.get(k))]
                 if not keys:
                     return
+                live = after
+                redo = [
+                    after[k]
+                    for k in keys
+                    if k in after and vectors.get(k, ("",))[0] != _text_hash(after[k])
+                ]
+                if redo:
+                    vectors.update(self._embed(redo))
         raise IndexOutOfStepError(
             f"agentmemory: store {self._dir}: entries {', '.join(f'{s}/{n}' for s, n in keys)} "
             f"changed in the journal during each of {SYNC_ROUNDS} index updates (another process "
@@ -820,7 +851,7 @@ class ChromaStore:
         shared = self._shared_index()
         with shared.write_lock:
             head = self._journal.last_seq()
-            shared.cursor.rewind()
+            shared.cursor.rewind(self._journal)
             self._journal.set_state(self._state_keys["embedder"], self._embedder.fingerprint)
             shared.fingerprint = self._embedder.fingerprint
             for scope in self._index.scopes():

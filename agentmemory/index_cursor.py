@@ -14,12 +14,13 @@ such as :class:`~agentmemory.SqliteStore`). This module knows nothing of Chroma.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from .errors import StoreFormatError
+from .errors import AgentMemoryError, StoreFormatError
 
 __all__ = ["CatchUp", "IndexCursor", "StateStore"]
 
@@ -36,8 +37,8 @@ class StateStore(Protocol):
         """The value under ``key``, or ``None``."""
         ...
 
-    def set_state(self, key: str, value: str) -> None:
-        """Store ``value`` under ``key``."""
+    def set_state(self, key: str, value: str, *, deferred: bool = False) -> None:
+        """Store ``value`` under ``key`` (``deferred``: with the next write transaction)."""
         ...
 
 
@@ -60,21 +61,31 @@ class IndexCursor:
     """The cursor of one index, its ``applied`` and ``failed`` sets, and its persisted value.
 
     Safe for several threads: every method takes the cursor's lock, and :meth:`save` writes
-    one value at a time, never an older one after a newer one.
+    one value at a time, never an older one after a newer one. The state store is passed to
+    each call that reads or writes it, so handles sharing one cursor each persist it through
+    their own connection (and a closed handle's connection is never used).
 
-    Args:
-        state: where the cursor is persisted.
-        key: its key in ``state``.
-
-    Raises:
-        StoreFormatError: the value under ``key`` is not a whole number of 0 or more.
+    Make one with :meth:`load`.
     """
 
-    def __init__(self, state: StateStore, key: str) -> None:
-        self._state = state
+    def __init__(self, key: str, position: int = 0) -> None:
         self._key = key
         self._lock = threading.Lock()
         self._save_lock = threading.Lock()
+        self._cursor = position
+        self._persisted = position
+        self._applied: set[int] = set()
+        self._failed: set[int] = set()
+        # The state stores holding a deferred value of this cursor (one per handle sharing it).
+        self._deferred: weakref.WeakSet[StateStore] = weakref.WeakSet()
+
+    @classmethod
+    def load(cls, state: StateStore, key: str) -> IndexCursor:
+        """The cursor persisted under ``key`` in ``state`` (0 when there is none).
+
+        Raises:
+            StoreFormatError: the value under ``key`` is not a whole number of 0 or more.
+        """
         raw = state.get_state(key)
         try:
             value = int(raw or "0")
@@ -86,10 +97,7 @@ class IndexCursor:
                 f"store_state {key} is {raw!r}, not a seq; delete that row to replay the whole "
                 "journal into the index",
             )
-        self._cursor = value
-        self._persisted = value
-        self._applied: set[int] = set()
-        self._failed: set[int] = set()
+        return cls(key, value)
 
     @property
     def key(self) -> str:
@@ -162,9 +170,9 @@ class IndexCursor:
             self._failed = {s for s in self._failed if s > self._cursor}
         self.mark_applied(())
 
-    def rewind(self) -> None:
-        """Back to 0 with empty sets, and persist 0 at once (a rebuild starts: if it is cut
-        short, the next open replays the whole journal).
+    def rewind(self, state: StateStore) -> None:
+        """Back to 0 with empty sets, and persist 0 in ``state`` at once (a rebuild starts: if
+        it is cut short, the next open replays the whole journal).
 
         Raises what the state store raises (for a SqliteStore, ``StoreLockedError``)."""
         with self._save_lock:
@@ -172,11 +180,16 @@ class IndexCursor:
                 self._cursor = 0
                 self._applied.clear()
                 self._failed.clear()
-            self._state.set_state(self._key, "0")
-            self._persisted = 0
+            self._write(state, 0, deferred=False)
 
-    def save(self) -> None:
-        """Persist the cursor when it moved past the value last saved (never backwards).
+    def save(self, state: StateStore, *, deferred: bool = False) -> None:
+        """Persist the cursor in ``state`` when it moved past the value last saved.
+
+        ``deferred`` hands the value to ``state`` to write inside its next write transaction
+        (see :meth:`agentmemory.SqliteStore.set_state`) instead of a transaction of its own.
+        Every save also replaces the value other state stores still hold deferred for this
+        cursor, before it writes, so a deferred value written later is never older than one
+        written before it (sqlite's write lock orders the transactions).
 
         Raises what the state store raises; the cursor then stays unsaved (a cursor saved
         late only means more replay at the next open)."""
@@ -185,5 +198,18 @@ class IndexCursor:
                 value = self._cursor
             if value <= self._persisted:
                 return
-            self._state.set_state(self._key, str(value))
-            self._persisted = value
+            self._write(state, value, deferred=deferred)
+
+    def _write(self, state: StateStore, value: int, *, deferred: bool) -> None:
+        text = str(value)
+        for other in list(self._deferred):
+            if other is state:
+                continue
+            try:
+                other.set_state(self._key, text, deferred=True)
+            except AgentMemoryError:  # closed: it wrote its deferred value when it closed
+                self._deferred.discard(other)
+        state.set_state(self._key, text, deferred=deferred)
+        if deferred:
+            self._deferred.add(state)
+        self._persisted = value

@@ -21,6 +21,7 @@ __all__ = [
     "RESERVED_META_KEYS",
     "check_entry",
     "check_scope",
+    "check_size",
     "matches",
     "suggest_name",
     "valid_name",
@@ -185,8 +186,15 @@ def check_entry(entry: Entry, limit: int = 0, stored: Entry | None = None) -> No
                 "shorten the values",
                 "meta",
             )
+    check_size(entry, limit, stored)
+
+
+def check_size(entry: Entry, limit: int, stored: Entry | None = None) -> None:
+    """Rule 11 of :func:`check_entry` alone, for an entry that passed rules 1 to 10: when
+    ``limit > 0`` and the content is over ``limit`` UTF-8 bytes, raise
+    :class:`~agentmemory.EntryTooLargeError` (with ``stored``'s size when a live entry exists)."""
     if limit > 0:
-        size = utf8_len(content)
+        size = utf8_len(entry.content)
         if size > limit:
             raise EntryTooLargeError(
                 entry.scope, entry.name, size, limit, stored.size if stored is not None else None

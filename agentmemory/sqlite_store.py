@@ -222,6 +222,7 @@ class SqliteStore:
         self._wlock = threading.RLock()
         self._rlock = threading.Lock()
         self._closed = False
+        self._staged: dict[str, str] = {}  # deferred set_state values, under _wlock
         self._lexicon: Fts5Index[Entry] = Fts5Index(
             read=self._read, load=self._stored, tokenizer=tokenizer
         )
@@ -386,8 +387,11 @@ class SqliteStore:
                 if _is_busy(err):
                     raise self._locked(err) from err
                 raise
+            staged = dict(self._staged)
             try:
                 yield conn
+                for key, value in staged.items():
+                    self._put_state(conn, key, value)
             except BaseException:
                 if conn.in_transaction:  # sqlite may have rolled back already (I/O error, full)
                     conn.execute("ROLLBACK")
@@ -400,6 +404,9 @@ class SqliteStore:
                 if _is_busy(err):
                     raise self._locked(err) from err
                 raise
+            for key, value in staged.items():
+                if self._staged.get(key) == value:
+                    del self._staged[key]
 
     @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
@@ -509,6 +516,7 @@ class SqliteStore:
                 if_hash=if_hash,
                 based_on=based_on,
                 session=session,
+                checked=True,
             )
             self._write(conn, change)
         return change.copy()
@@ -516,9 +524,10 @@ class SqliteStore:
     def put_many(self, entries: Iterable[Entry], *, session: str | None = None) -> list[Change]:
         """Put every entry unconditionally in ONE transaction, for bulk import; all or nothing.
 
-        Each entry is checked (:func:`agentmemory.check_entry`, then the size bound against the
-        entry stored at that point) before anything is written, and the records are returned in
-        the order given, with consecutive ``seq``. A name given twice is written twice (the
+        Each entry is checked once: :func:`agentmemory.check_entry` for all of them before the
+        transaction begins, then the size bound of each against the entry stored at that point,
+        inside it (a refusal rolls back the rows written before it). The records are returned
+        in the order given, with consecutive ``seq``. A name given twice is written twice (the
         second record replaces the first). An empty iterable writes nothing and returns ``[]``.
 
         Raises:
@@ -531,24 +540,19 @@ class SqliteStore:
             check_entry(e)
         if not batch:
             return []
-        with self._transaction() as conn:
+        with self._transaction() as conn:  # a refused entry rolls back every row before it
             seq, last_at = self._tail(conn)
             now = self._now(last_at)
             live: dict[tuple[str, str], Entry | None] = {}
-            for e in batch:
-                k = (e.scope, e.name)
-                if k not in live:
-                    live[k] = self._stored(conn, e.scope, e.name)
-                check_entry(e, self._limit, live[k])
-                live[k] = e
             changes: builtins.list[Change] = []
-            live.clear()
             for e in batch:
                 k = (e.scope, e.name)
                 if k not in live:
                     live[k] = self._stored(conn, e.scope, e.name)
                 seq += 1
-                change = plan_put(e, live[k], limit=self._limit, seq=seq, now=now, session=session)
+                change = plan_put(
+                    e, live[k], limit=self._limit, seq=seq, now=now, session=session, checked=True
+                )
                 live[k] = change.entry
                 self._write(conn, change)
                 changes.append(change)
@@ -721,32 +725,53 @@ class SqliteStore:
     # -- derived state -----------------------------------------------------------------------
 
     def get_state(self, key: str) -> str | None:
-        """The value stored under ``key`` in ``store_state``, or ``None`` when there is none."""
+        """The value stored under ``key`` in ``store_state`` (or deferred by this handle and not
+        yet written), or ``None`` when there is none."""
+        with self._wlock:
+            if key in self._staged:
+                return self._staged[key]
         with self._read() as conn:
             row = conn.execute("SELECT value FROM store_state WHERE key = ?", (key,)).fetchone()
         return None if row is None else str(row[0])
 
-    def set_state(self, key: str, value: str) -> None:
-        """Store ``value`` under ``key`` in ``store_state`` (its own immediate transaction).
+    def set_state(self, key: str, value: str, *, deferred: bool = False) -> None:
+        """Store ``value`` under ``key`` in ``store_state``.
 
         For derived state other components keep beside the journal (a vector index cursor, an
-        embedder fingerprint). Writes no journal record.
+        embedder fingerprint). Writes no journal record. The value is written in an immediate
+        transaction of its own; with ``deferred``, it is written instead inside this handle's
+        next write transaction (a ``put``, ``forget``, ``put_many`` or ``set_state``), or by
+        :meth:`close`, so a value that changes after every write costs no transaction of its
+        own. :meth:`get_state` of this handle sees a deferred value at once; other handles and
+        processes see it once written. A deferred value is lost if the process dies first (or
+        if ``close`` cannot write it within ``busy_timeout_s``): defer only values that may lag
+        behind, such as an index cursor (more replay at the next open).
 
         Raises:
             TypeError: ``key`` or ``value`` is not a ``str``.
             StoreLockedError: another writer held the file for over ``busy_timeout_s``.
+            AgentMemoryError: the store is closed.
         """
         if not isinstance(key, str) or not isinstance(value, str):
             raise TypeError(
                 f"store state key and value must be str, got {type(key).__name__} "
                 f"and {type(value).__name__}"
             )
+        if deferred:
+            with self._wlock:
+                self._check_open()
+                self._staged[key] = value
+            return
         with self._transaction() as conn:
-            conn.execute(
-                "INSERT INTO store_state (key, value) VALUES (?, ?)"
-                " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                (key, value),
-            )
+            self._put_state(conn, key, value)
+
+    @staticmethod
+    def _put_state(conn: sqlite3.Connection, key: str, value: str) -> None:
+        conn.execute(
+            "INSERT INTO store_state (key, value) VALUES (?, ?)"
+            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
 
     # -- recall (lexical index: recallers.Fts5Index, tables of m002_lexical_index) ------------
 
@@ -813,11 +838,16 @@ class SqliteStore:
     # -- lifetime ----------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Run ``PRAGMA optimize`` and close the connections; idempotent. Later calls on the
+        """Write the state deferred by :meth:`set_state`, run ``PRAGMA optimize`` and close the
+        connections; idempotent. Later calls on the
         store raise :class:`~agentmemory.AgentMemoryError`."""
         with self._wlock, self._rlock:
             if self._closed:
                 return
+            if self._staged:
+                # Deferred state may lag by design: a busy file must not fail close.
+                with suppress(sqlite3.Error, StoreLockedError), self._transaction():
+                    pass
             self._closed = True
             with suppress(sqlite3.Error):  # optimize is advice; a busy file must not fail close
                 self._writer.execute("PRAGMA optimize")

@@ -17,7 +17,7 @@ from recallers import DEFAULT_FUSION, Fusion, Hit, HybridRecaller, Recaller, che
 
 from .entries import Change, Entry, content_hash
 from .errors import AgentMemoryError, ConflictError, RecallModeError
-from .rules import check_entry, check_scope, matches
+from .rules import check_entry, check_scope, check_size, matches
 from .session import current_session
 
 __all__ = [
@@ -124,6 +124,7 @@ def plan_put(
     if_hash: str | None = None,
     based_on: str | None = None,
     session: str | None = None,
+    checked: bool = False,
 ) -> Change:
     """Check a put against the live entry ``stored`` and return the record it appends.
 
@@ -132,10 +133,17 @@ def plan_put(
     the stored hash, else ``""``; ``replaced`` is the stored hash or ``""``. The returned record's
     entry has its own copy of meta, ``hash`` and ``updated == now``.
 
+    ``checked``: the caller already ran :func:`~agentmemory.check_entry` on ``entry`` without a
+    limit (a store checks before it takes its write lock), so only the size is checked here:
+    each entry is validated once per put.
+
     Raises :class:`~agentmemory.InvalidEntryError`, :class:`~agentmemory.EntryTooLargeError` or
     :class:`~agentmemory.ConflictError`.
     """
-    check_entry(entry, limit, stored)
+    if checked:
+        check_size(entry, limit, stored)
+    else:
+        check_entry(entry, limit, stored)
     have = stored.hash if stored is not None else ""
     if if_hash is not None and if_hash != have:
         raise ConflictError(entry.scope, entry.name, if_hash, have)

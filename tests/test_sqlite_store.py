@@ -23,6 +23,7 @@ import pytest
 from agentmemory import (
     AgentMemoryError,
     Change,
+    ConflictError,
     Entry,
     EntryTooLargeError,
     InvalidEntryError,
@@ -606,6 +607,24 @@ def test_state_is_kept_beside_the_journal_and_survives_reopening(tmp_path: Path)
     with SqliteStore(path) as st:
         assert st.get_state("vector-cursor") == "12"
         assert st.get_state("embedder") == "hashing:64"
+
+
+def test_deferred_state_rides_the_next_write_and_close_writes_the_rest(tmp_path: Path) -> None:
+    path = tmp_path / "deferred.sqlite3"
+    with SqliteStore(path) as st, SqliteStore(path) as other:
+        st.set_state("vector-cursor", "3", deferred=True)
+        assert st.get_state("vector-cursor") == "3"
+        assert other.get_state("vector-cursor") is None, "not written yet"
+        with pytest.raises(ConflictError):
+            st.put(Entry("user", "a", "refused"), if_hash="sha256:" + "0" * 64)
+        assert other.get_state("vector-cursor") is None, "a refused write rolls it back too"
+        st.put(Entry("user", "a", "written"))
+        assert other.get_state("vector-cursor") == "3"
+        st.set_state("vector-cursor", "4", deferred=True)
+        st.close()
+        assert other.get_state("vector-cursor") == "4"
+        with pytest.raises(AgentMemoryError, match="closed"):
+            st.set_state("vector-cursor", "5", deferred=True)
 
 
 def test_close_is_idempotent_and_a_closed_store_says_so(tmp_path: Path) -> None:
