@@ -1,11 +1,13 @@
 """ChromaStore: the sqlite journal (the truth) plus a Chroma vector index of it.
 
-The store composes four parts, one module each:
+The store composes five parts, one module each:
 
 * the journal, a :class:`~agentmemory.SqliteStore` in ``dir/journal.sqlite3``: every read of the
   store protocol, every write, and the index's own state (``store_state``);
 * the vectors, a :class:`~agentmemory.chroma_index.ChromaIndex`: one collection per scope, one
   vector per live entry (docs/storage.md#the-chroma-index);
+* :class:`~agentmemory.index_sync.IndexSync`: makes the index hold the journal's live state of
+  given keys, and compares the two (:meth:`ChromaStore.verify`);
 * the :class:`~agentmemory.index_cursor.IndexCursor`: how far the index has applied the journal
   (docs/storage.md#the-index-cursor);
 * the process-wide registry (:mod:`agentmemory.chroma_registry`): one embedded client and folder
@@ -15,8 +17,7 @@ The store composes four parts, one module each:
 This module holds the rules between them: which embedder may open an index
 (docs/storage.md#the-embedder-fingerprint), the write path (commit to the journal, then bring
 the index in line with the journal's live state of the keys written, then mark the records
-applied), replay and catch-up, vector search checked against the journal, and verify, repair and
-reindex. For several processes, see docs/storage.md#several-processes.
+applied), replay and catch-up, vector search checked against the journal, repair and reindex. For several processes, see docs/storage.md#several-processes.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ import logging
 import os
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar, Required, Self, TypedDict, Unpack
@@ -37,7 +37,7 @@ import numpy.typing as npt
 from embedders import Embedder, same_vectors
 from recallers import DEFAULT_FUSION, BM25Recaller, Fusion, Hit, VectorRecaller
 
-from .chroma_index import DEFAULT_COLLECTION_PREFIX, ChromaIndex, IndexRow, check_prefix
+from .chroma_index import DEFAULT_COLLECTION_PREFIX, ChromaIndex, check_prefix
 from .chroma_registry import (
     CHROMA_FOLDER,
     IndexKey,
@@ -47,16 +47,16 @@ from .chroma_registry import (
     leave_index,
     open_folder,
 )
-from .entries import Change, Entry, content_hash
+from .entries import Change, Entry
 from .errors import (
     AgentMemoryError,
     EmbedderMismatchError,
-    IndexOutOfStepError,
     IndexOutOfStepWarning,
     IndexWriteError,
 )
 from .folder_lock import DEFAULT_LOCK_TIMEOUT_S
 from .index_cursor import IndexCursor
+from .index_sync import IndexReport, IndexSync, embedding_text, text_hash
 from .mem_store import utc_now
 from .rules import DEFAULT_MAX_ENTRY_BYTES, check_scope
 from .sqlite_store import DEFAULT_BUSY_TIMEOUT_S, SqliteStore
@@ -85,30 +85,9 @@ CATCH_UP_AFTER = 64
 """How many applied records may wait behind an unapplied one (another process's write, or a
 write whose index update failed) before a write replays the gap itself."""
 
-SYNC_ROUNDS = 5
-"""How often one index update re-reads and re-applies keys that another process changed while
-it was writing them, before it gives up and leaves them to ``repair()``."""
-
 _STATE_NS = "chroma-index"
 
 _Key = tuple[str, str]
-_Vectors = dict[_Key, tuple[str, npt.NDArray[np.float32]]]
-
-
-def embedding_text(entry: Entry) -> str:
-    """The text ChromaStore embeds for ``entry``: ``"<description>\\n\\n<content>"`` when the
-    entry has a ``description`` meta value, else the content alone."""
-    description = entry.description
-    return f"{description}\n\n{entry.content}" if description else entry.content
-
-
-def _text_hash(entry: Entry) -> str:
-    return content_hash(embedding_text(entry))
-
-
-def _state(entry: Entry | None) -> str | None:
-    """What the index must hold for a key: the text hash of its live entry, or nothing."""
-    return None if entry is None else _text_hash(entry)
 
 
 class ChromaStoreOptions(TypedDict, total=False):
@@ -149,48 +128,6 @@ class ChromaStoreOptions(TypedDict, total=False):
 
 
 _OPTION_NAMES = ChromaStoreOptions.__required_keys__ | ChromaStoreOptions.__optional_keys__
-
-
-@dataclass(frozen=True, slots=True)
-class IndexReport:
-    """What :meth:`ChromaStore.verify` found, comparing the index with the journal.
-
-    Attributes:
-        ok: no key is missing, stale or extra.
-        missing: keys (``"scope/name"``) live in the journal without a vector, sorted.
-        stale: keys whose vector was made from other text than the live entry's, sorted.
-        extra: keys with a vector that are not live in the journal (forgotten or unknown), sorted.
-        live: number of live entries in the journal.
-        indexed: number of vectors in the store's collections.
-        cursor: the index cursor (every record up to this ``seq`` is applied).
-        last_seq: the journal's last ``seq`` when the check began.
-    """
-
-    ok: bool
-    missing: list[str] = field(default_factory=list)
-    stale: list[str] = field(default_factory=list)
-    extra: list[str] = field(default_factory=list)
-    live: int = 0
-    indexed: int = 0
-    cursor: int = 0
-    last_seq: int = 0
-
-    def __str__(self) -> str:
-        if self.ok:
-            return f"index ok: {self.indexed} vectors for {self.live} live entries"
-        parts = []
-        for label, keys in (
-            ("missing", self.missing),
-            ("stale", self.stale),
-            ("extra", self.extra),
-        ):
-            if keys:
-                shown = ", ".join(keys[:5]) + (", ..." if len(keys) > 5 else "")
-                parts.append(f"{len(keys)} {label} ({shown})")
-        return (
-            f"index out of step: {'; '.join(parts)}; {self.indexed} vectors for {self.live} "
-            "live entries; repair() or reindex() fixes it"
-        )
 
 
 class ChromaStore:
@@ -310,6 +247,14 @@ class ChromaStore:
             )
 
         self._shared, fresh = join_index(self._index_key(), check=check, create=create)
+        self._sync = IndexSync(
+            self._journal,
+            self._index,
+            self._embedder,
+            batch=self._batch,
+            lock=self._shared.write_lock,
+            where=str(self._dir),
+        )
         if reindex:
             self.reindex()
         elif fresh:
@@ -347,7 +292,7 @@ class ChromaStore:
         records = list(self._journal.journal(self._cursor().position))
         if not records:
             return
-        self._sync([(c.entry.scope, c.entry.name) for c in records], check_index=True)
+        self._sync.sync([(c.entry.scope, c.entry.name) for c in records], check_index=True)
         self._mark_applied(c.seq for c in records)
 
     # -- properties --------------------------------------------------------------------------
@@ -514,7 +459,7 @@ class ChromaStore:
         # without reading the rows back, and checked against the journal once after writing.
         known = {(c.entry.scope, c.entry.name): c.entry for c in changes}
         try:
-            self._sync(builtins.list(known), check_index=False, known=known)
+            self._sync.sync(builtins.list(known), check_index=False, known=known)
         except Exception as err:
             cursor.mark_failed(c.seq for c in changes)
             raise IndexWriteError(str(self._dir), changes, err) from err
@@ -577,7 +522,7 @@ class ChromaStore:
         if not records:
             return
         try:
-            self._sync([(c.entry.scope, c.entry.name) for c in records], check_index=True)
+            self._sync.sync([(c.entry.scope, c.entry.name) for c in records], check_index=True)
         except Exception as err:
             if force:
                 raise
@@ -592,113 +537,6 @@ class ChromaStore:
             )
             return
         self._mark_applied(c.seq for c in records)
-
-    # -- keeping the index in line with the journal -------------------------------------------
-
-    def _embed(self, entries: Sequence[Entry]) -> _Vectors:
-        """Vectors for ``entries`` by key, with the text hash each was made from."""
-        out: _Vectors = {}
-        dim = self._embedder.dim
-        for start in range(0, len(entries), self._batch):
-            part = entries[start : start + self._batch]
-            texts = [embedding_text(e) for e in part]
-            matrix = np.asarray(self._embedder.embed(texts), dtype=np.float32)
-            if matrix.shape != (len(part), dim):
-                raise ValueError(
-                    f"embedder {self._embedder.name} returned an array of shape {matrix.shape} "
-                    f"for {len(part)} texts; expected ({len(part)}, {dim})"
-                )
-            for e, text, row in zip(part, texts, matrix, strict=True):
-                out[(e.scope, e.name)] = (content_hash(text), row)
-        return out
-
-    def _indexed(self, keys: Sequence[_Key]) -> dict[_Key, str]:
-        """The text hash the index holds for each of ``keys`` that has a vector."""
-        by_scope: dict[str, builtins.list[str]] = {}
-        for scope, name in keys:
-            by_scope.setdefault(scope, []).append(name)
-        out: dict[_Key, str] = {}
-        for scope, names in by_scope.items():
-            for name, held in self._index.held(scope, names).items():
-                out[(scope, name)] = held
-        return out
-
-    def _sync(
-        self,
-        keys: Sequence[_Key],
-        *,
-        check_index: bool,
-        known: dict[_Key, Entry] | None = None,
-    ) -> None:
-        """Make the index hold exactly the journal's live state of ``keys``, :data:`SYNC_CHUNK`
-        keys at a time. With ``check_index``, keys the index already holds right are skipped
-        (nothing is embedded for them). ``known`` gives the journal state of the keys when the
-        caller just wrote it (a tombstone for a forgotten key), so it is not read back."""
-        todo = builtins.list(dict.fromkeys(keys))
-        for start in range(0, len(todo), self._batch):
-            self._sync_chunk(
-                todo[start : start + self._batch], check_index=check_index, known=known
-            )
-
-    def _sync_chunk(
-        self,
-        keys: builtins.list[_Key],
-        *,
-        check_index: bool,
-        known: dict[_Key, Entry] | None = None,
-    ) -> None:
-        if known is None:
-            live = self._journal.live_many(keys)
-        else:
-            live = {k: known[k] for k in keys if not known[k].deleted}
-        if check_index:
-            have = self._indexed(keys)
-            keys = [k for k in keys if have.get(k) != _state(live.get(k))]
-            if not keys:
-                return
-        # Embed outside the lock (the slow part). Under it, write the index, then read the
-        # journal's live state of the keys once: a key another writer changed meanwhile is
-        # written again from that state, so of two writers racing on one key the later
-        # journal state is what the index keeps (a vector written from older text in between
-        # is never returned: search checks each hit against the journal).
-        vectors = self._embed([live[k] for k in keys if k in live])
-        with self._shared_index().write_lock:
-            for _ in range(SYNC_ROUNDS):
-                self._apply(keys, live, vectors)
-                after = self._journal.live_many(keys)
-                keys = [k for k in keys if _state(live.get(k)) != _state(after.get(k))]
-                if not keys:
-                    return
-                live = after
-                redo = [
-                    after[k]
-                    for k in keys
-                    if k in after and vectors.get(k, ("",))[0] != _text_hash(after[k])
-                ]
-                if redo:
-                    vectors.update(self._embed(redo))
-        raise IndexOutOfStepError(
-            f"agentmemory: store {self._dir}: entries {', '.join(f'{s}/{n}' for s, n in keys)} "
-            f"changed in the journal during each of {SYNC_ROUNDS} index updates (another process "
-            "writing them?); call repair() when the writes settle"
-        )
-
-    def _apply(self, keys: Sequence[_Key], live: dict[_Key, Entry], vectors: _Vectors) -> None:
-        """Delete the vectors of the keys that are not live, then upsert those of the live
-        ones: one index call per scope each."""
-        ups: dict[str, builtins.list[IndexRow]] = {}
-        dels: dict[str, builtins.list[str]] = {}
-        for k in keys:
-            e = live.get(k)
-            if e is None:
-                dels.setdefault(k[0], []).append(k[1])
-            else:
-                text_hash, vector = vectors[k]
-                ups.setdefault(k[0], []).append(IndexRow(e.name, e.hash, text_hash, vector))
-        for scope, names in dels.items():
-            self._index.delete(scope, names)
-        for scope, rows in ups.items():
-            self._index.upsert(scope, rows)
 
     # -- vector search -----------------------------------------------------------------------
 
@@ -763,7 +601,7 @@ class ChromaStore:
                 e = live.get((scope, n.name))
                 if e is None:
                     continue
-                if n.text_hash is not None and n.text_hash != _text_hash(e):
+                if n.text_hash is not None and n.text_hash != text_hash(e):
                     continue
                 good.append((e, 1.0 - n.distance))
             if len(good) >= limit or len(found) < want:
@@ -772,15 +610,6 @@ class ChromaStore:
 
     # -- checking and rebuilding ---------------------------------------------------------------
 
-    def _all_indexed(self) -> dict[_Key, str]:
-        """Every vector in this store's collections: key to text hash."""
-        out: dict[_Key, str] = {}
-        for scope in self._index.scopes():
-            for page in self._index.iter_held(scope, self._batch):
-                for name, held in page.items():
-                    out[(scope, name)] = held
-        return out
-
     def verify(self) -> IndexReport:
         """Compare the index with the journal; returns an :class:`IndexReport`.
 
@@ -788,29 +617,7 @@ class ChromaStore:
         made while it runs may show up as missing or stale. Changes nothing.
         """
         self._check_open()
-        last = self._journal.last_seq()
-        live: dict[_Key, str] = {}
-        for batch in self._journal.iter_live(self._batch):
-            for e in batch:
-                live[(e.scope, e.name)] = _text_hash(e)
-        indexed = self._all_indexed()
-
-        def keys(found: Iterable[_Key]) -> builtins.list[str]:
-            return sorted(f"{s}/{n}" for s, n in found)
-
-        missing = keys(k for k in live if k not in indexed)
-        extra = keys(k for k in indexed if k not in live)
-        stale = keys(k for k, h in live.items() if k in indexed and indexed[k] != h)
-        return IndexReport(
-            ok=not (missing or stale or extra),
-            missing=missing,
-            stale=stale,
-            extra=extra,
-            live=len(live),
-            indexed=len(indexed),
-            cursor=self._cursor().position,
-            last_seq=last,
-        )
+        return self._sync.compare(cursor=self._cursor().position)
 
     def repair(self) -> IndexReport:
         """Apply what the cursor has not seen, then fix every key :meth:`verify` finds missing,
@@ -829,7 +636,7 @@ class ChromaStore:
             for key in wrong:
                 scope, _, name = key.partition("/")
                 pairs.append((scope, name))
-            self._sync(pairs, check_index=False)
+            self._sync.sync(pairs, check_index=False)
         after = self.verify()
         if after.ok:
             self._reset_cursor(head)
@@ -858,7 +665,7 @@ class ChromaStore:
                 self._index.drop(scope)
         count = 0
         for batch in self._journal.iter_live(self._batch):
-            self._sync_chunk([(e.scope, e.name) for e in batch], check_index=False)
+            self._sync.sync([(e.scope, e.name) for e in batch], check_index=False)
             count += len(batch)
         self._reset_cursor(head)
         self._clear_lost()

@@ -1,0 +1,109 @@
+"""ChromaIndex on a real embedded Chroma client, without a journal: collections per scope, vectors
+addressed by entry name, the layout of docs/storage.md#ids-and-metadata, and a collection dropped
+by another index on the same client."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from agentmemory import InvalidEntryError
+from agentmemory.chroma_index import ChromaIndex, IndexRow, check_prefix, vector_id
+
+DIM = 8
+
+
+def unit(*hot: int) -> np.ndarray:
+    v = np.zeros(DIM, dtype=np.float32)
+    v[list(hot)] = 1.0
+    return v / np.linalg.norm(v)
+
+
+def row(name: str, *hot: int) -> IndexRow:
+    return IndexRow(name, f"sha256:{name}", f"sha256:text-{name}", unit(*hot))
+
+
+@pytest.fixture
+def client(tmp_path: Path) -> Iterator[Any]:
+    import chromadb
+    from chromadb.config import Settings
+
+    c = chromadb.PersistentClient(
+        path=str(tmp_path / "chroma"), settings=Settings(anonymized_telemetry=False)
+    )
+    yield c
+    c.close()
+
+
+def test_vectors_live_in_one_collection_per_scope_with_the_documented_metadata(
+    client: Any,
+) -> None:
+    index = ChromaIndex(client, "t1")
+    index.upsert("user", [row("a", 0), row("b", 1)])
+    index.upsert("project-x", [row("a", 2)])
+    assert index.scopes() == ["project-x", "user"]
+    assert index.collection_name("user") == "t1_user"
+    col = client.get_collection("t1_user", embedding_function=None)
+    got = col.get(ids=["user/a"], include=["metadatas", "embeddings"])
+    assert got["metadatas"][0] == {
+        "scope": "user",
+        "name": "a",
+        "hash": "sha256:a",
+        "text_hash": "sha256:text-a",
+    }
+    assert np.allclose(got["embeddings"][0], unit(0))
+    assert vector_id("user", "a") == "user/a"
+    assert index.count("user") == 2 and index.count("project-x") == 1
+    assert index.count("nowhere") == 0
+    assert ChromaIndex(client, "t2").scopes() == [], "another prefix sees none of them"
+
+
+def test_held_query_delete_and_drop_answer_by_entry_name(client: Any) -> None:
+    index = ChromaIndex(client)
+    index.upsert("user", [row("a", 0), row("b", 0, 1), row("c", 2)])
+    index.upsert("user", [row("c", 3)])  # an upsert replaces the vector
+    assert index.held("user", ["a", "c", "zz"]) == {"a": "sha256:text-a", "c": "sha256:text-c"}
+    near = index.query("user", unit(0), 2)
+    assert [n.name for n in near] == ["a", "b"]
+    assert near[0].distance == pytest.approx(0.0, abs=1e-5)
+    assert near[1].distance == pytest.approx(1 - 1 / np.sqrt(2), abs=1e-5)
+    assert near[0].text_hash == "sha256:text-a"
+    assert index.query("user", unit(3), 1)[0].name == "c"
+    index.delete("user", ["a", "never-there"])
+    assert index.held("user", ["a", "b"]) == {"b": "sha256:text-b"}
+    pages = list(index.iter_held("user", 1))
+    assert pages == [{"b": "sha256:text-b"}, {"c": "sha256:text-c"}] or pages == [
+        {"c": "sha256:text-c"},
+        {"b": "sha256:text-b"},
+    ]
+    index.drop("user")
+    assert index.scopes() == [] and index.query("user", unit(0), 3) == []
+    index.delete("user", ["b"])  # no collection: no error
+    index.drop("user")
+    assert index.held("nowhere", ["a"]) == {} and list(index.iter_held("nowhere", 5)) == []
+
+
+def test_a_collection_dropped_by_another_index_is_looked_up_again(client: Any) -> None:
+    mine, other = ChromaIndex(client), ChromaIndex(client)
+    mine.upsert("user", [row("a", 0)])
+    assert mine.count("user") == 1  # the collection is cached in `mine` now
+    other.drop("user")
+    assert mine.query("user", unit(0), 1) == [], "the dropped collection reads as empty"
+    mine.upsert("user", [row("b", 1)])
+    assert other.held("user", ["a", "b"]) == {"b": "sha256:text-b"}
+
+
+@pytest.mark.parametrize("prefix", ["", "_x", "a b", "x" * 201, "é"])
+def test_a_bad_prefix_is_refused_by_name(prefix: str) -> None:
+    with pytest.raises(ValueError, match="collection_prefix"):
+        check_prefix(prefix)
+    assert check_prefix("agentmemory-2_b") == "agentmemory-2_b"
+
+
+def test_a_scope_that_is_not_kebab_case_is_refused(client: Any) -> None:
+    with pytest.raises(InvalidEntryError, match="scope"):
+        ChromaIndex(client).upsert("Bad_Scope", [row("a", 0)])
