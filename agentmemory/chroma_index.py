@@ -14,7 +14,7 @@ Callers address vectors by entry (``scope`` plus entry ``name``), never by id: :
 takes :class:`IndexRow` values, :meth:`delete` takes entry names, :meth:`query` and
 :meth:`held` answer with entry names. So the id scheme is this module's alone: an entry indexed
 as several vectors (one per window of its text) would change :func:`vector_id` and
-:meth:`delete`, not the store.
+:meth:`delete`, not the store (docs/storage.md#vectors-by-entry).
 
 Collections are looked up once and cached per :class:`ChromaIndex`. When a cached collection
 was deleted underneath (a :meth:`drop` by another handle or process), the call looks it up again

@@ -480,7 +480,7 @@ class ChromaStore:
         """Record ``seqs`` as applied; when the cursor advanced, hand it to the journal to
         persist with its next write transaction (or at close), so a write costs one
         transaction, not two: a cursor persisted late only means more replay at the next
-        open (docs/storage.md#the-index-cursor)."""
+        open (docs/storage.md#persisting-the-cursor)."""
         if self._cursor().mark_applied(seqs):
             self._save_cursor(deferred=True)
 

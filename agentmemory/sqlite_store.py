@@ -745,7 +745,7 @@ class SqliteStore:
         own. :meth:`get_state` of this handle sees a deferred value at once; other handles and
         processes see it once written. A deferred value is lost if the process dies first (or
         if ``close`` cannot write it within ``busy_timeout_s``): defer only values that may lag
-        behind, such as an index cursor (more replay at the next open).
+        behind, such as an index cursor (more replay at the next open; docs/storage.md#deferred-state).
 
         Raises:
             TypeError: ``key`` or ``value`` is not a ``str``.
