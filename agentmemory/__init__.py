@@ -37,6 +37,7 @@ from .errors import (
     RecallModeError,
     StoreFormatError,
     StoreLockedError,
+    StoreUnavailableError,
     ToolConfigError,
 )
 from .file_store import FileStore, Reconciliation, UnjournaledFile
@@ -52,6 +53,7 @@ from .manifest import (
     apply_manifest_record,
 )
 from .mem_store import MemStore
+from .postgres_store import PostgresStore
 from .render import (
     DEFAULT_MAX_TOTAL_BYTES,
     PART_SEPARATOR,
@@ -133,12 +135,14 @@ __all__ = [
     "NoStoreError",
     "NotFoundError",
     "Part",
+    "PostgresStore",
     "RecallModeError",
     "Reconciliation",
     "SqliteStore",
     "Store",
     "StoreFormatError",
     "StoreLockedError",
+    "StoreUnavailableError",
     "Tool",
     "ToolConfigError",
     "ToolResult",

@@ -44,6 +44,7 @@ __all__ = [
     "RecallModeError",
     "StoreFormatError",
     "StoreLockedError",
+    "StoreUnavailableError",
     "ToolConfigError",
 ]
 
@@ -192,6 +193,22 @@ class StoreLockedError(AgentMemoryError, TimeoutError):
         if detail:
             msg += f"; {detail}"
         super().__init__(msg)
+
+
+class StoreUnavailableError(AgentMemoryError, ConnectionError):
+    """The store's database server cannot be reached, or the connection dropped during an
+    operation (``PostgresStore``). A write that failed this way wrote nothing, unless the message
+    says its outcome could not be checked.
+
+    Attributes:
+        where: the database, as ``postgresql://user@host:port/dbname`` (never the password).
+        detail: what happened and what to do, without the ``agentmemory: store <where>`` prefix.
+    """
+
+    def __init__(self, where: str, detail: str) -> None:
+        self.where = where
+        self.detail = detail
+        super().__init__(f"agentmemory: store {where} is unavailable: {detail}")
 
 
 class EmbedderMismatchError(AgentMemoryError, ValueError):

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from pg_cluster import Cluster, ClusterUnavailable, running_cluster
 
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -48,3 +49,22 @@ def need_shared_data(relative: str = "") -> Path:
 def shared_data() -> Callable[[str], Path]:
     """:func:`need_shared_data`, for tests that read the evaluation data."""
     return need_shared_data
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[Cluster]:
+    """One throwaway PostgreSQL cluster for the whole session (tests/pg_cluster.py), stopped at
+    its end. Missing binaries skip with the reason, and fail under ``CI=true``."""
+    try:
+        with running_cluster() as cluster:
+            yield cluster
+    except ClusterUnavailable as err:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true but PostgreSQL cannot run here: {err}")
+        pytest.skip(str(err))
+
+
+@pytest.fixture
+def pg_dsn(pg_cluster: Cluster) -> str:
+    """The DSN of a new, empty database on the session's cluster (one per test)."""
+    return pg_cluster.create_database()

@@ -1,0 +1,83 @@
+"""A writer process for tests/test_postgres_store.py (run as a script, not collected by pytest).
+Each process shares nothing with the others but the DSN.
+
+Modes:
+
+``writer DSN W ITERATIONS``
+    Opens the store, prints ``ready``, waits for a line on stdin (so every writer starts at once),
+    then makes ``2 * ITERATIONS`` writes under session ``proc-W``: per iteration one
+    unconditional put of ``user/wW-nI`` and one append `` wW-I`` to ``user/shared`` (read, put
+    with ``if_hash``, retry on conflict). Prints ``done CONFLICTS`` and exits 0.
+
+``hold DSN``
+    Starts ``put_many`` of 50 entries ``user/held-I`` and, inside the transaction, after every
+    statement of the write was sent to the server (rows written, not committed), prints
+    ``inside SEQ`` (the first seq it took) and sleeps until killed (60 s at most).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+from agentmemory import ConflictError, Entry
+from agentmemory.entries import Change
+from agentmemory.postgres_store import PostgresStore
+
+MAX_APPEND_ATTEMPTS = 2000
+HOLD_MAX_S = 60.0
+HELD_ENTRIES = 50
+
+
+def writer(dsn: str, w: int, iterations: int) -> None:
+    conflicts = 0
+    with PostgresStore(dsn, lock_timeout_s=60.0) as st:
+        print("ready", flush=True)
+        sys.stdin.readline()
+        for i in range(iterations):
+            st.put(Entry("user", f"w{w}-n{i}", f"process {w} entry {i}"), session=f"proc-{w}")
+            for _ in range(MAX_APPEND_ATTEMPTS):
+                cur = st.get("user", "shared")
+                try:
+                    st.put(
+                        Entry("user", "shared", cur.content + f" w{w}-{i}"),
+                        if_hash=cur.hash,
+                        session=f"proc-{w}",
+                    )
+                    break
+                except ConflictError:
+                    conflicts += 1
+            else:
+                raise SystemExit(f"process {w} gave up on shared after {MAX_APPEND_ATTEMPTS} tries")
+    print(f"done {conflicts}", flush=True)
+
+
+class HoldingStore(PostgresStore):
+    """Pauses inside the write transaction once the last entry's statements were queued."""
+
+    def _apply_in_txn(self, conn: Any, change: Change) -> None:
+        super()._apply_in_txn(conn, change)
+        if change.entry.name == f"held-{HELD_ENTRIES - 1}":
+            conn.execute("SELECT 1").fetchone()  # sends every queued statement (pipeline sync)
+            print(f"inside {change.seq - HELD_ENTRIES + 1}", flush=True)
+            time.sleep(HOLD_MAX_S)
+
+
+def hold(dsn: str) -> None:
+    with HoldingStore(dsn) as st:
+        st.put_many(Entry("user", f"held-{i}", f"held entry {i}") for i in range(HELD_ENTRIES))
+
+
+def main(argv: list[str]) -> None:
+    mode, dsn = argv[1], argv[2]
+    if mode == "writer":
+        writer(dsn, int(argv[3]), int(argv[4]))
+    elif mode == "hold":
+        hold(dsn)
+    else:
+        raise SystemExit(f"unknown mode {mode!r}; use writer or hold")
+
+
+if __name__ == "__main__":
+    main(sys.argv)
