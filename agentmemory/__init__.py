@@ -10,6 +10,8 @@ Heavy dependencies (torch, sentence-transformers, chromadb) are imported only wh
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from recallers import Hit
 
 from .chroma_store import ChromaStore, IndexReport
@@ -53,7 +55,6 @@ from .manifest import (
     apply_manifest_record,
 )
 from .mem_store import MemStore
-from .postgres_store import PostgresStore
 from .render import (
     DEFAULT_MAX_TOTAL_BYTES,
     PART_SEPARATOR,
@@ -169,3 +170,16 @@ __all__ = [
     "usage",
     "valid_name",
 ]
+
+if TYPE_CHECKING:
+    from .postgres_store import PostgresStore
+
+
+def __getattr__(name: str) -> object:
+    """``PostgresStore`` is imported on first use, so ``import agentmemory`` does not load
+    psycopg for users of the other stores."""
+    if name == "PostgresStore":
+        from .postgres_store import PostgresStore
+
+        return PostgresStore
+    raise AttributeError(f"module 'agentmemory' has no attribute {name!r}")

@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -29,6 +30,7 @@ from test_bm25 import (
 
 from agentmemory import (
     AgentMemoryError,
+    Change,
     Entry,
     EntryTooLargeError,
     RecallModeError,
@@ -385,6 +387,26 @@ def test_a_connection_dropped_mid_write_writes_nothing_and_the_store_goes_on(
     assert [c.seq for c in store.journal()] == [1]
     assert store.put(Entry("user", "third", "three")).seq == 2  # a new connection, same store
     assert [e.name for e in store.list("user")] == ["first", "third"]
+
+
+class _DroppingStore(PostgresStore):
+    """Its connection dies after every statement of a write was sent, before COMMIT."""
+
+    def _apply_in_txn(self, conn: Any, change: Change) -> None:
+        super()._apply_in_txn(conn, change)
+        if change.entry.name == "doomed":
+            conn.execute("SELECT pg_terminate_backend(pg_backend_pid())")
+
+
+def test_a_connection_dropped_before_commit_is_checked_and_wrote_nothing(pg_dsn: str) -> None:
+    with _DroppingStore(pg_dsn) as st:
+        st.put(Entry("user", "first", "one"))
+        with pytest.raises(StoreUnavailableError, match="the put of user/doomed") as err:
+            st.put(Entry("user", "doomed", "two"))
+        assert "nothing of it was written" in str(err.value)
+        assert [c.seq for c in st.journal()] == [1]
+        assert st.search_text("two", scopes=["user"], limit=5) == []
+        assert st.put(Entry("user", "later", "three")).seq == 2
 
 
 def test_a_held_counter_times_out_as_store_locked(pg_dsn: str) -> None:
