@@ -1,6 +1,6 @@
 """PostgresStore: live entries, the append-only journal and the store's state in PostgreSQL.
 
-The layout mirrors :class:`~agentmemory.SqliteStore`, in the
+The layout mirrors :class:`~agentmemory.SqliteStore` (``docs/storage.md#postgresql``), in the
 connection's current schema (``search_path``; a DSN may name another with
 ``options=-csearch_path=NAME``):
 
@@ -13,7 +13,8 @@ connection's current schema (``search_path``; a DSN may name another with
 * ``store_state(key, value)`` and ``store_schema(version, name, applied)``, as in SqliteStore.
 * The lexical index of :meth:`PostgresStore.recall`: the tables of ``recallers.pg_bm25``.
 
-How ``seq`` stays contiguous across processes and hosts: every write is one transaction that
+How ``seq`` stays contiguous across processes and hosts
+(``docs/storage.md#how-seq-stays-contiguous-across-hosts``): every write is one transaction that
 first locks the counter row (``SELECT ... FOR UPDATE``), so writers queue on it; then reads the
 stored entry (a new statement, so it sees every write committed before the lock was granted),
 runs the write rule (:func:`agentmemory.store.plan_put` / :func:`~agentmemory.store.plan_forget`),
@@ -400,6 +401,11 @@ class PostgresStore:
                         f"agentmemory knows (up to {newest}); upgrade agentmemory"
                     )
                 for m in sorted(self._migrations, key=lambda m: m.version):
+                    if m.version in applied and applied[m.version] != m.name:
+                        raise self._format_error(
+                            f"its schema step {m.version} is {applied[m.version]}, not {m.name}; "
+                            "it was made by another program or version; use another database"
+                        )
                     if m.version in applied:
                         continue
                     for table, want in m.tables.items():

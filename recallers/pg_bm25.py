@@ -1,4 +1,5 @@
-"""A BM25 lexical index in PostgreSQL, written in the caller's own transaction and scored in SQL.
+"""A BM25 lexical index in PostgreSQL, written in the caller's own transaction and scored in SQL
+(``docs/storage.md#bm25-in-sql``).
 
 Three tables, created by :func:`create_pg_tables` (``PostgresStore`` runs it as a numbered
 migration):

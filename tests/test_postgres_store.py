@@ -337,6 +337,11 @@ def test_a_newer_schema_and_a_foreign_table_are_refused(pg_cluster: Cluster) -> 
         conn.execute("INSERT INTO store_schema VALUES (99, 'm099_future', 'x')")
     with pytest.raises(StoreFormatError, match=r"version 99 \(m099_future\).*upgrade"):
         PostgresStore(dsn)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("DELETE FROM store_schema WHERE version = 99")
+        conn.execute("UPDATE store_schema SET name = 'm001_other' WHERE version = 1")
+    with pytest.raises(StoreFormatError, match="step 1 is m001_other, not m001_initial"):
+        PostgresStore(dsn)
     other = pg_cluster.create_database()
     with psycopg.connect(other, autocommit=True) as conn:
         conn.execute("CREATE TABLE memory_journal (id int, body text)")
