@@ -84,6 +84,9 @@ seconds."""
 JOURNAL_PAGE_ROWS = 256
 """Journal rows read per query by :meth:`PostgresStore.journal`."""
 
+LIVE_PAGE_KEYS = 500
+"""Entries per list of :meth:`PostgresStore.iter_live` by default."""
+
 _SCHEMA_LOCK_KEY = 0x61676D656D  # "agmem": the advisory lock the schema step takes
 
 Conn = psycopg.Connection[tuple[Any, ...]]
@@ -710,6 +713,76 @@ class PostgresStore:
                 (scope,),
             ).fetchall()
         return [_row_entry(*r) for r in rows]
+
+    def scopes(self) -> builtins.list[str]:
+        """The scopes holding at least one live entry, sorted (byte order); ``[]`` when none."""
+        with self._read() as conn:
+            rows = conn.execute(
+                'SELECT DISTINCT scope COLLATE "C" FROM memory_entries ORDER BY 1'
+            ).fetchall()
+        return [str(r[0]) for r in rows]
+
+    def live_many(self, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], Entry]:
+        """The live entries among ``keys`` (``(scope, name)`` pairs), by key; keys with no live
+        entry are left out. One statement (one snapshot) for any number of keys."""
+        wanted = builtins.list(dict.fromkeys(keys))
+        if not wanted:
+            return {}
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT {_ENTRY_COLUMNS} FROM memory_entries"
+                " WHERE (scope, name) IN (SELECT * FROM unnest(%s::text[], %s::text[]))",
+                ([k[0] for k in wanted], [k[1] for k in wanted]),
+            ).fetchall()
+        return {(str(r[0]), str(r[1])): _row_entry(*r) for r in rows}
+
+    def live_count(self) -> int:
+        """The number of live entries in every scope."""
+        with self._read() as conn:
+            row = conn.execute("SELECT count(*) FROM memory_entries").fetchone()
+        return int(row[0]) if row else 0
+
+    def iter_live(self, batch: int = LIVE_PAGE_KEYS) -> Iterator[builtins.list[Entry]]:
+        """Every live entry, by scope then name (byte order), in lists of at most ``batch``;
+        no transaction is held between lists.
+
+        Raises:
+            ValueError: ``batch`` under 1.
+        """
+        if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+            raise ValueError(f"batch is {batch!r}; it must be an int of at least 1")
+        return self._iter_live(batch)
+
+    def _iter_live(self, batch: int) -> Iterator[builtins.list[Entry]]:
+        last = ("", "")
+        while True:
+            with self._read() as conn:
+                rows = conn.execute(
+                    f"SELECT {_ENTRY_COLUMNS} FROM memory_entries"
+                    ' WHERE (scope COLLATE "C", name COLLATE "C") > (%s, %s)'
+                    ' ORDER BY scope COLLATE "C", name COLLATE "C" LIMIT %s',
+                    (*last, batch),
+                ).fetchall()
+            if not rows:
+                return
+            yield [_row_entry(*r) for r in rows]
+            last = (str(rows[-1][0]), str(rows[-1][1]))
+
+    def scopes_written_by(self, seq: int, scopes: Iterable[str]) -> builtins.list[str]:
+        """Those of ``scopes`` (in the order given) holding a live entry whose latest journal
+        record has a ``seq`` at or before ``seq``."""
+        out = []
+        with self._read() as conn:
+            for scope in scopes:
+                row = conn.execute(
+                    "SELECT 1 FROM memory_entries e WHERE e.scope = %s AND (SELECT max(j.seq)"
+                    " FROM memory_journal j WHERE j.scope = e.scope AND j.name = e.name) <= %s"
+                    " LIMIT 1",
+                    (scope, seq),
+                ).fetchone()
+                if row is not None:
+                    out.append(scope)
+        return out
 
     def search(self, scopes: Sequence[str], query: str, limit: int = 0) -> builtins.list[Entry]:
         """Live entries matching ``query`` by :func:`agentmemory.matches`, scopes in the order

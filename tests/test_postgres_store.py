@@ -430,3 +430,32 @@ def test_close_is_idempotent_and_a_closed_store_says_so(pg_dsn: str) -> None:
     with pytest.raises(AgentMemoryError, match="closed"):
         st.get("user", "x")
     assert "postgresql://" in repr(st)
+
+
+def test_live_set_reads_match_sqlite_stores(store: PostgresStore, tmp_path: Path) -> None:
+    from agentmemory import SqliteStore
+
+    writes = [Entry(s, n, f"{s} {n}") for s in ("b-scope", "a", "z") for n in ("x", "b", "a-1")]
+    with SqliteStore(tmp_path / "same.sqlite3") as sq:
+        for st_ in (sq, store):
+            st_.put_many(writes)
+            st_.forget("z", "b")
+            st_.forget("z", "x")
+            st_.forget("z", "a-1")
+            st_.put(Entry("a", "b", "rewritten"))
+        assert store.scopes() == sq.scopes() == ["a", "b-scope"]
+        assert store.live_count() == sq.live_count() == 6
+        keys = [("a", "b"), ("z", "x"), ("b-scope", "a-1"), ("nope", "x")]
+        pg_live = {k: (e.content, e.hash) for k, e in store.live_many(keys).items()}
+        assert pg_live == {k: (e.content, e.hash) for k, e in sq.live_many(keys).items()}
+        assert set(store.live_many(keys)) == {("a", "b"), ("b-scope", "a-1")}
+        for batch in (1, 4, 500):
+            pg_lists = [[e.key for e in page] for page in store.iter_live(batch)]
+            sq_lists = [[e.key for e in page] for page in sq.iter_live(batch)]
+            assert pg_lists == sq_lists
+        with pytest.raises(ValueError, match="batch"):
+            store.iter_live(0)
+        for seq in (0, 9, 13, 14):
+            scopes = ["z", "a", "b-scope"]
+            assert store.scopes_written_by(seq, scopes) == sq.scopes_written_by(seq, scopes)
+        assert store.scopes_written_by(13, ["a", "b-scope"]) == ["a", "b-scope"]
