@@ -10,8 +10,6 @@ Heavy dependencies (torch, sentence-transformers, chromadb) are imported only wh
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from recallers import Hit
 
 from .chroma_store import ChromaStore, IndexReport
@@ -136,7 +134,6 @@ __all__ = [
     "NoStoreError",
     "NotFoundError",
     "Part",
-    "PostgresStore",
     "RecallModeError",
     "Reconciliation",
     "SqliteStore",
@@ -170,16 +167,3 @@ __all__ = [
     "usage",
     "valid_name",
 ]
-
-if TYPE_CHECKING:
-    from .postgres_store import PostgresStore
-
-
-def __getattr__(name: str) -> object:
-    """``PostgresStore`` is imported on first use, so ``import agentmemory`` does not load
-    psycopg for users of the other stores."""
-    if name == "PostgresStore":
-        from .postgres_store import PostgresStore
-
-        return PostgresStore
-    raise AttributeError(f"module 'agentmemory' has no attribute {name!r}")

@@ -8,7 +8,7 @@ connection's current schema (``search_path``; a DSN may name another with
   ``content`` is ``bytea`` (the UTF-8 bytes, so any text the contract accepts, NUL included,
   round-trips), ``meta`` JSON text, ``updated`` RFC 3339 text, UTC.
 * ``memory_journal(seq, scope, name, line)``: one row per change; ``line`` is the record as
-  :func:`agentmemory.journal.encode_change` writes it (the same wire form as SqliteStore's).
+  :func:`agentmemory.wire.encode_change` writes it (the same wire form as SqliteStore's).
 * ``memory_counter(id, seq, at)``: one row holding the last ``seq`` handed out and its ``at``.
 * ``store_state(key, value)`` and ``store_schema(version, name, applied)``, as in SqliteStore.
 * The lexical index of :meth:`PostgresStore.recall`: the tables of ``recallers.pg_bm25``.
@@ -44,15 +44,7 @@ from psycopg.conninfo import conninfo_to_dict
 from recallers import DEFAULT_TOKENIZER, TOKENIZER_STATE_KEY, BM25Recaller, Hit, Tokenizer
 from recallers.pg_bm25 import PG_LEXICAL_TABLES, TOP_KEYS_SQL, PgBM25Index, create_pg_tables
 
-from .entries import (
-    DEFAULT_MAX_ENTRY_BYTES,
-    Change,
-    Entry,
-    check_entry,
-    check_scope,
-    format_time,
-    parse_time,
-)
+from .entries import Change, Entry
 from .errors import (
     AgentMemoryError,
     NotFoundError,
@@ -60,9 +52,10 @@ from .errors import (
     StoreLockedError,
     StoreUnavailableError,
 )
-from .journal import decode_change, encode_change
 from .mem_store import utc_now
+from .rules import DEFAULT_MAX_ENTRY_BYTES, check_entry, check_scope
 from .store import plan_forget, plan_put, recall_entries, search_entries
+from .wire import decode_change, encode_change, format_time, parse_time
 
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT_S",

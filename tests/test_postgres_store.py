@@ -95,7 +95,7 @@ def test_content_round_trips_exactly_and_the_journal_line_is_sqlites(
     with psycopg.connect(store.dsn) as conn:
         line = conn.execute("SELECT line FROM memory_journal WHERE seq = 1").fetchone()
     assert line is not None
-    from agentmemory.journal import encode_change
+    from agentmemory.wire import encode_change
 
     assert line[0] == encode_change(rec)
     with SqliteStore(tmp_path / "s.sqlite3", clock=lambda: rec.at) as sq:
