@@ -22,8 +22,11 @@ writes the row, the journal record with ``seq = counter + 1``, the counter and t
 and commits. A refused or failed write rolls back, leaving the counter where it was, so no
 ``seq`` is ever skipped (a sequence object would skip the numbers of rolled-back writes).
 
-Round trips: a write is sent in two pipelined batches (psycopg's pipeline mode): the lock and the
-read; then every write statement and ``COMMIT``. ``put_many`` is also two, whatever its size.
+Round trips: a write is sent in two pipelined batches (psycopg's pipeline mode): ``BEGIN``, the
+lock and the read; then every write statement and ``COMMIT`` (a test counts them in libpq's
+protocol trace). The write statements are set-based (arrays
+through ``unnest``), so ``put_many`` is also two round trips and about eight statements, whatever
+its size.
 """
 
 from __future__ import annotations
@@ -428,28 +431,53 @@ class PostgresStore:
 
     @contextmanager
     def _transaction(self, what: str) -> Iterator[Conn]:
-        """Hold the writer lock and one transaction in pipeline mode on the writer connection,
-        whose first statement locks the counter row; commit on a clean exit, roll back on an
-        exception. ``what`` names the write in errors (``"the put of user/x"``).
+        """Hold the writer lock and one transaction in pipeline mode on the writer connection:
+        ``BEGIN`` is queued with the body's first statements and ``COMMIT`` with its last, so
+        the body's one read (the counter lock and the stored entries) and the final sync are
+        the only round trips. Commits on a clean exit; on an exception, rolls back (queued, or
+        on its own once the pipeline is synced). ``what`` names the write in errors
+        (``"the put of user/x"``).
 
         Raises:
             StoreLockedError: the counter row stayed locked past ``lock_timeout_s``.
             StoreUnavailableError: the connection dropped; the server rolled the transaction
-                back (see :meth:`_write_outcome` for a drop during ``COMMIT``).
+                back (:meth:`_write_changes` checks a drop after the write was sent).
         """
         with self._wlock:
             conn = self._conn("writer")
             try:
-                with conn.pipeline(), conn.transaction():
-                    yield conn
+                with conn.pipeline():
+                    conn.execute("BEGIN")
+                    try:
+                        yield conn
+                    except BaseException:
+                        with suppress(psycopg.Error):
+                            conn.execute("ROLLBACK")
+                        raise
+                    conn.execute("COMMIT")
             except pg_errors.LockNotAvailable as err:
+                self._end_failed(conn)
                 raise self._locked(err) from None
             except psycopg.OperationalError as err:
+                self._end_failed(conn)
                 raise self._unavailable(
                     f"the connection dropped during {what} ({str(err).strip()}); "
                     "PostgreSQL rolled the transaction back, so nothing of it was written; "
                     "retry it"
                 ) from None
+            except BaseException:
+                self._end_failed(conn)
+                raise
+
+    @staticmethod
+    def _end_failed(conn: Conn) -> None:
+        """Roll back a transaction a failed pipeline left open (a statement failed, so the
+        queued ``COMMIT`` or ``ROLLBACK`` was skipped); nothing when the connection is gone."""
+        if conn.closed or conn.broken:
+            return
+        if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            with suppress(psycopg.Error):
+                conn.execute("ROLLBACK")
 
     def _write_changes(self, what: str, run: Callable[[Conn], list[Change]]) -> list[Change]:
         """Run ``run`` in :meth:`_transaction` and return its records. When the connection
@@ -504,17 +532,21 @@ class PostgresStore:
 
     # -- the write path -----------------------------------------------------------------------
 
-    def _apply_in_txn(self, conn: Conn, change: Change) -> None:
-        """Extension point: keep derived state in step with one change, in its transaction.
+    def _apply_in_txn(self, conn: Conn, changes: Sequence[Change]) -> None:
+        """Extension point: keep derived state in step with the changes of one write, in its
+        transaction.
 
-        Called inside the write's transaction on ``conn`` (pipeline mode: statements are queued
-        and sent with ``COMMIT``; do not commit), after the entry row and the journal record
-        with ``change.seq`` were queued; once per entry for ``put_many``. Raising rolls the
-        whole write back. Here it keeps the lexical index (``recallers.pg_bm25``) in step. A
-        subclass that overrides it must call ``super()._apply_in_txn(conn, change)``.
+        Called once per write (one change for ``put`` and ``forget``, every change of a
+        ``put_many`` in ``seq`` order) inside the write's transaction on ``conn`` (pipeline
+        mode: statements are queued and sent with ``COMMIT``; do not commit), after the entry
+        rows and the journal records were queued. Raising rolls the whole write back. Here it
+        keeps the lexical index (``recallers.pg_bm25``) in step, in four set-based statements.
+        A subclass that overrides it must call ``super()._apply_in_txn(conn, changes)``.
         """
-        e = change.entry
-        self._lexicon.write(conn, e.scope, e.name, None if e.deleted else e)
+        self._lexicon.write_many(
+            conn,
+            [(c.entry.scope, c.entry.name, None if c.entry.deleted else c.entry) for c in changes],
+        )
 
     def _lock_and_read(
         self, conn: Conn, keys: Sequence[tuple[str, str]]
@@ -543,32 +575,49 @@ class PostgresStore:
             return last_at
         return now
 
-    def _queue(self, conn: Conn, change: Change) -> None:
-        e = change.entry
-        if e.deleted:
+    def _queue(self, conn: Conn, changes: Sequence[Change]) -> None:
+        """Queue the write's statements: the journal records (one statement), the entries'
+        last states (one delete of the forgotten, one upsert of the rest), the derived state
+        (:meth:`_apply_in_txn`) and the counter; none reads a result back."""
+        conn.execute(
+            "INSERT INTO memory_journal (seq, scope, name, line)"
+            " SELECT * FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::text[])",
+            (
+                [c.seq for c in changes],
+                [c.entry.scope for c in changes],
+                [c.entry.name for c in changes],
+                [encode_change(c) for c in changes],
+            ),
+        )
+        last: dict[tuple[str, str], Entry] = {}
+        for c in changes:
+            last.pop((c.entry.scope, c.entry.name), None)
+            last[(c.entry.scope, c.entry.name)] = c.entry
+        gone = [e for e in last.values() if e.deleted]
+        kept = [e for e in last.values() if not e.deleted]
+        if gone:
             conn.execute(
-                "DELETE FROM memory_entries WHERE scope = %s AND name = %s", (e.scope, e.name)
+                "DELETE FROM memory_entries AS e USING unnest(%s::text[], %s::text[]) AS k(s, n)"
+                " WHERE e.scope = k.s AND e.name = k.n",
+                ([e.scope for e in gone], [e.name for e in gone]),
             )
-        else:
-            assert e.updated is not None
+        if kept:
             conn.execute(
-                f"INSERT INTO memory_entries ({_ENTRY_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s)"
+                f"INSERT INTO memory_entries ({_ENTRY_COLUMNS}) SELECT * FROM unnest("
+                "%s::text[], %s::text[], %s::bytea[], %s::text[], %s::text[], %s::text[])"
                 " ON CONFLICT (scope, name) DO UPDATE SET content = excluded.content,"
                 " meta = excluded.meta, hash = excluded.hash, updated = excluded.updated",
                 (
-                    e.scope,
-                    e.name,
-                    e.content.encode("utf-8"),
-                    _meta_json(e.meta),
-                    e.hash,
-                    format_time(e.updated),
+                    [e.scope for e in kept],
+                    [e.name for e in kept],
+                    [e.content.encode("utf-8") for e in kept],
+                    [_meta_json(e.meta) for e in kept],
+                    [e.hash for e in kept],
+                    [format_time(e.updated) if e.updated else "" for e in kept],
                 ),
             )
-        conn.execute(
-            "INSERT INTO memory_journal (seq, scope, name, line) VALUES (%s, %s, %s, %s)",
-            (change.seq, e.scope, e.name, encode_change(change)),
-        )
-        self._apply_in_txn(conn, change)
+        self._apply_in_txn(conn, changes)
+        self._advance(conn, changes[-1])
 
     def _advance(self, conn: Conn, last: Change) -> None:
         assert last.at is not None  # plan_put and plan_forget always stamp it
@@ -612,8 +661,7 @@ class PostgresStore:
                 based_on=based_on,
                 session=session,
             )
-            self._queue(conn, change)
-            self._advance(conn, change)
+            self._queue(conn, [change])
             return [change]
 
         (change,) = self._write_changes(f"the put of {entry.scope}/{entry.name}", run)
@@ -654,9 +702,8 @@ class PostgresStore:
                     e, live.get(k), limit=self._limit, seq=seq, now=now, session=session
                 )
                 live[k] = change.entry
-                self._queue(conn, change)
                 changes.append(change)
-            self._advance(conn, changes[-1])
+            self._queue(conn, changes)
             return changes
 
         changes = self._write_changes(f"the put_many of {len(batch)} entries", run)
@@ -676,8 +723,7 @@ class PostgresStore:
             if stored is None:
                 raise NotFoundError(scope, name)
             change = plan_forget(stored, seq=seq + 1, now=self._now(last_at), session=session)
-            self._queue(conn, change)
-            self._advance(conn, change)
+            self._queue(conn, [change])
             return [change]
 
         (change,) = self._write_changes(f"the forget of {scope}/{name}", run)

@@ -12,11 +12,12 @@ migration):
 * ``memory_lexical_scopes(scope, docs, total)``: per scope, the number of documents and the sum of
   their lengths, so ``N`` and ``avgdl`` cost one row per requested scope.
 
-How it stays current: the store calls :meth:`PgBM25Index.write` inside the transaction that
-appends the journal record, so the index commits or rolls back with the write. A write costs one
-tokenization of the entry and four statements (the old document's row is deleted and the scope
-statistics moved by the difference in one statement, then the postings replaced); none depends on
-a result, so they go to the server in one pipelined round trip with the rest of the write.
+How it stays current: the store calls :meth:`PgBM25Index.write_many` inside the transaction that
+appends the journal records, so the index commits or rolls back with the write. A write costs one
+tokenization per entry and four set-based statements whatever the number of entries (the old
+documents' rows are deleted and the scope statistics moved by the difference in one statement,
+then the postings replaced); none depends on a result, so they go to the server in one pipelined
+round trip with the rest of the write.
 
 Scoring: Okapi BM25 with ``k1 = 1.2``, ``b = 0.75`` and the idf floor of :mod:`recallers.bm25`
 (``ln((N - n + 0.5) / (n + 0.5))``, 1e-6 when that is 0 or less), computed in one SQL statement.
@@ -103,6 +104,10 @@ def create_pg_tables(conn: Any) -> None:
     )
 
 
+REBUILD_BATCH = 1000
+"""Documents per :meth:`PgBM25Index.write_many` call while the index is rebuilt."""
+
+
 class PgBM25Index:
     """Writes the PostgreSQL lexical index of one database and scores a query against it.
 
@@ -135,33 +140,72 @@ class PgBM25Index:
 
     def write(self, conn: Any, scope: str, name: str, doc: Document | None) -> None:
         """Make the index hold ``doc`` under ``(scope, name)``, or nothing when ``doc`` is
-        ``None`` (a forget). Queues four statements (two for a forget) on ``conn`` inside the
-        write's transaction; reads nothing back, so it adds no round trip in pipeline mode."""
-        terms = [] if doc is None else document_terms(doc, self._tokenizer)
-        counts = Counter(terms)
+        ``None`` (a forget); :meth:`write_many` of one key."""
+        self.write_many(conn, [(scope, name, doc)])
+
+    def write_many(self, conn: Any, writes: Sequence[tuple[str, str, Document | None]]) -> None:
+        """Make the index hold each ``doc`` under its ``(scope, name)`` (nothing for ``None``,
+        a forget); for a key given twice the last one counts. Queues four statements on
+        ``conn`` inside the write's transaction, whatever the number of keys, and reads
+        nothing back, so it adds no round trip in pipeline mode. Costs one tokenization per
+        document."""
+        last: dict[tuple[str, str], Document | None] = {}
+        for scope, name, doc in writes:
+            last.pop((scope, name), None)
+            last[(scope, name)] = doc
+        if not last:
+            return
+        keys = list(last)
+        kept = [(k, d) for k, d in last.items() if d is not None]
+        terms = {k: document_terms(d, self._tokenizer) for k, d in kept}
+        p_scope: list[str] = []
+        p_name: list[str] = []
+        p_term: list[str] = []
+        p_tf: list[int] = []
+        p_dl: list[int] = []
+        for (scope, name), ts in terms.items():
+            for term, tf in Counter(ts).items():
+                p_scope.append(scope)
+                p_name.append(name)
+                p_term.append(term)
+                p_tf.append(tf)
+                p_dl.append(len(ts))
         conn.execute(
-            "WITH old AS (DELETE FROM memory_lexical_docs WHERE scope = %(s)s AND name = %(n)s"
-            " RETURNING length)"
+            "WITH old AS (DELETE FROM memory_lexical_docs AS d"
+            " USING unnest(%(ks)s::text[], %(kn)s::text[]) AS k(scope, name)"
+            " WHERE d.scope = k.scope AND d.name = k.name RETURNING d.scope, d.length),"
+            " moves AS (SELECT scope, -1 AS docs, -length AS total FROM old"
+            " UNION ALL SELECT scope, 1, length"
+            " FROM unnest(%(ns)s::text[], %(nl)s::integer[]) AS n(scope, length))"
             " INSERT INTO memory_lexical_scopes AS m (scope, docs, total)"
-            " SELECT %(s)s, %(d)s - count(*), %(l)s - COALESCE(sum(length), 0) FROM old"
+            " SELECT scope, sum(docs), sum(total) FROM moves GROUP BY scope"
             " ON CONFLICT (scope) DO UPDATE"
             " SET docs = m.docs + excluded.docs, total = m.total + excluded.total",
-            {"s": scope, "n": name, "d": 0 if doc is None else 1, "l": len(terms)},
+            {
+                "ks": [k[0] for k in keys],
+                "kn": [k[1] for k in keys],
+                "ns": [k[0] for k, _ in kept],
+                "nl": [len(terms[k]) for k, _ in kept],
+            },
         )
         conn.execute(
-            "DELETE FROM memory_lexical_postings WHERE scope = %s AND name = %s", (scope, name)
+            "DELETE FROM memory_lexical_postings AS p"
+            " USING unnest(%s::text[], %s::text[]) AS k(scope, name)"
+            " WHERE p.scope = k.scope AND p.name = k.name",
+            ([k[0] for k in keys], [k[1] for k in keys]),
         )
-        if doc is None:
+        if not kept:
             return
         conn.execute(
-            "INSERT INTO memory_lexical_docs (scope, name, length) VALUES (%s, %s, %s)",
-            (scope, name, len(terms)),
+            "INSERT INTO memory_lexical_docs (scope, name, length)"
+            " SELECT * FROM unnest(%s::text[], %s::text[], %s::integer[])",
+            ([k[0] for k, _ in kept], [k[1] for k, _ in kept], [len(terms[k]) for k, _ in kept]),
         )
-        if counts:
+        if p_term:
             conn.execute(
-                "INSERT INTO memory_lexical_postings (scope, name, term, tf, dl)"
-                " SELECT %s, %s, t, c, %s FROM unnest(%s::text[], %s::integer[]) AS u(t, c)",
-                (scope, name, len(terms), list(counts), list(counts.values())),
+                "INSERT INTO memory_lexical_postings (scope, name, term, tf, dl) SELECT * FROM"
+                " unnest(%s::text[], %s::text[], %s::text[], %s::integer[], %s::integer[])",
+                (p_scope, p_name, p_term, p_tf, p_dl),
             )
 
     def rebuild(self, conn: Any, docs: Iterable[Document]) -> int:
@@ -171,10 +215,15 @@ class PgBM25Index:
         conn.execute("DELETE FROM memory_lexical_postings")
         conn.execute("DELETE FROM memory_lexical_docs")
         conn.execute("DELETE FROM memory_lexical_scopes")
+        batch: list[tuple[str, str, Document | None]] = []
         n = 0
         for doc in docs:
-            self.write(conn, doc.scope, doc.name, doc)
+            batch.append((doc.scope, doc.name, doc))
             n += 1
+            if len(batch) >= REBUILD_BATCH:
+                self.write_many(conn, batch)
+                batch = []
+        self.write_many(conn, batch)
         return n
 
     def query_terms(self, query: str) -> list[str]:

@@ -20,7 +20,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -105,13 +105,14 @@ def _run(argv: list[str], run_as: str | None, **kwargs: object) -> subprocess.Co
 
 
 @contextlib.contextmanager
-def running_cluster(*, durable: bool = False) -> Iterator[Cluster]:
+def running_cluster(*, durable: bool = False, settings: Sequence[str] = ()) -> Iterator[Cluster]:
     """Start a fresh cluster and yield it; stop it and delete its folder on exit.
 
     Args:
         durable: keep PostgreSQL's defaults (``fsync``, synchronous commit), as a benchmark wants.
             By default tests run with ``fsync=off``: a crash of the machine would lose the
             throwaway cluster, never a client's transaction semantics.
+        settings: more server settings (``name=value``), applied last.
 
     Raises:
         ClusterUnavailable: no binaries, or this process is root and the ``postgres`` user is
@@ -154,16 +155,17 @@ def running_cluster(*, durable: bool = False) -> Iterator[Cluster]:
         )
         if done.returncode != 0:
             raise RuntimeError(f"initdb failed ({done.returncode}): {done.stderr or done.stdout}")
-        settings = [
+        server = [
             "listen_addresses=127.0.0.1",
             f"unix_socket_directories={folder}",
             "max_connections=100",
         ]
         if not durable:
-            settings += ["fsync=off", "synchronous_commit=off", "full_page_writes=off"]
+            server += ["fsync=off", "synchronous_commit=off", "full_page_writes=off"]
+        server += list(settings)
         for attempt in range(5):
             port = _free_port()
-            opts = " ".join(f"-c {s}" for s in [f"port={port}", *settings])
+            opts = " ".join(f"-c {s}" for s in [f"port={port}", *server])
             done = _run(
                 [
                     str(bin_dir / "pg_ctl"),

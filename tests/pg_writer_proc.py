@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from agentmemory import ConflictError, Entry
@@ -54,13 +55,13 @@ def writer(dsn: str, w: int, iterations: int) -> None:
 
 
 class HoldingStore(PostgresStore):
-    """Pauses inside the write transaction once the last entry's statements were queued."""
+    """Pauses inside the write transaction once every statement of the put_many was sent."""
 
-    def _apply_in_txn(self, conn: Any, change: Change) -> None:
-        super()._apply_in_txn(conn, change)
-        if change.entry.name == f"held-{HELD_ENTRIES - 1}":
+    def _apply_in_txn(self, conn: Any, changes: Sequence[Change]) -> None:
+        super()._apply_in_txn(conn, changes)
+        if changes[-1].entry.name == f"held-{HELD_ENTRIES - 1}":
             conn.execute("SELECT 1").fetchone()  # sends every queued statement (pipeline sync)
-            print(f"inside {change.seq - HELD_ENTRIES + 1}", flush=True)
+            print(f"inside {changes[0].seq}", flush=True)
             time.sleep(HOLD_MAX_S)
 
 

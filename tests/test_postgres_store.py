@@ -13,7 +13,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -397,9 +397,9 @@ def test_a_connection_dropped_mid_write_writes_nothing_and_the_store_goes_on(
 class _DroppingStore(PostgresStore):
     """Its connection dies after every statement of a write was sent, before COMMIT."""
 
-    def _apply_in_txn(self, conn: Any, change: Change) -> None:
-        super()._apply_in_txn(conn, change)
-        if change.entry.name == "doomed":
+    def _apply_in_txn(self, conn: Any, changes: Sequence[Change]) -> None:
+        super()._apply_in_txn(conn, changes)
+        if changes[0].entry.name == "doomed":
             conn.execute("SELECT pg_terminate_backend(pg_backend_pid())")
 
 
@@ -459,3 +459,30 @@ def test_live_set_reads_match_sqlite_stores(store: PostgresStore, tmp_path: Path
             scopes = ["z", "a", "b-scope"]
             assert store.scopes_written_by(seq, scopes) == sq.scopes_written_by(seq, scopes)
         assert store.scopes_written_by(13, ["a", "b-scope"]) == ["a", "b-scope"]
+
+
+def _round_trips(store: PostgresStore, write: Callable[[], object], trace: Path) -> int:
+    """How many times the client waited for the server during ``write``: the turns from
+    frontend to backend messages in libpq's protocol trace of the writer connection."""
+    conn = store._writer
+    assert conn is not None
+    with open(trace, "w") as f:
+        conn.pgconn.trace(f.fileno())
+        try:
+            write()
+        finally:
+            conn.pgconn.untrace()
+    sides = [line.split("\t")[1] for line in trace.read_text().splitlines() if "\t" in line]
+    assert sides and sides[0] == "F"
+    return sum(1 for a, b in itertools.pairwise(sides) if (a, b) == ("F", "B"))
+
+
+def test_a_write_is_two_round_trips_whatever_its_size(store: PostgresStore, tmp_path: Path) -> None:
+    trace = tmp_path / "trace.txt"
+    store.put(Entry("user", "warm", "the writer connection is open"))
+    assert _round_trips(store, lambda: store.put(Entry("user", "a", "one entry")), trace) == 2
+    many = [Entry("user", f"m{i}", f"bulk entry {i}") for i in range(300)]
+    assert _round_trips(store, lambda: store.put_many(many), trace) == 2
+    assert _round_trips(store, lambda: store.forget("user", "a"), trace) == 2
+    assert store.last_seq() == 1 + 1 + 300 + 1
+    assert len(store.search_text("bulk", scopes=["user"], limit=500)) == 300
