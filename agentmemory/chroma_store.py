@@ -145,7 +145,7 @@ class ChromaStore:
     :class:`~agentmemory.chroma_index.ChromaIndex` here (a test's, to count Chroma calls or to
     fail them between the journal commit and the index update); each handle makes its own."""
 
-    def __init__(self, path: str | os.PathLike[str], **options: Unpack[ChromaStoreOptions]):
+    def __init__(self, path: str | os.PathLike[str], **options: Unpack[ChromaStoreOptions]) -> None:
         unknown = sorted(set(options) - _OPTION_NAMES)
         if unknown:
             raise TypeError(

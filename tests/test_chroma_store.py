@@ -88,6 +88,24 @@ CRASH_CHILD = """
 """
 
 
+def test_the_cursor_rides_the_next_write_and_close_records_the_last(tmp_path: Path) -> None:
+    """A write costs one journal transaction: the index cursor its index update advanced is
+    recorded by the next write's transaction (or by close), not by a transaction of its own."""
+    store = tmp_path / "store"
+    key = "chroma-index:embedded:agentmemory:cursor"
+    with open_embedded(store) as st, SqliteStore(store / JOURNAL_FILE) as journal:
+        for i in range(3):
+            st.put(Entry("user", f"e{i}", f"entry {i}"))
+        assert st.index_cursor == 3
+        assert journal.get_state(key) == "2", "the third write carried the second's cursor"
+        st.forget("user", "e0")
+        assert journal.get_state(key) == "3"
+    with SqliteStore(store / JOURNAL_FILE) as journal:
+        assert journal.get_state(key) == "4", "close recorded the last cursor"
+    with open_embedded(store) as st:
+        assert st.index_cursor == 4 and st.verify().ok
+
+
 def test_sigkill_between_journal_and_index_is_repaired_on_open(tmp_path: Path) -> None:
     """A process killed after its journal commit and before its index write: the journal holds
     the write, the cursor stayed behind it, and reopening (taking over the dead process's lock)
