@@ -29,7 +29,6 @@ import contextlib
 import dataclasses
 import logging
 import os
-import stat
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -166,7 +165,8 @@ class FileStore:
         self._lexicon_off: int | None = None  # journal offset the index has followed to
         self._lexicon_lock = threading.Lock()
         self._damage_seen: list[DamagedLine] = []
-        self._index_cache: dict[str, dict[str, tuple[tuple[int, int, int], str]]] = {}
+        self._index_cache: dict[str, dict[str, str]] = {}  # scope -> name -> description
+        self._index_written: dict[str, bytes] = {}  # scope -> the INDEX.md bytes last written
         self._cursor_moved = False
 
     # -- properties --------------------------------------------------------------------------
@@ -359,6 +359,7 @@ class FileStore:
                     cur.off = end
                 else:
                     cur.apply(item, end)
+                    self._note(item.entry)
                 self._cursor_moved = True
         cur.head = head
         if cur.last_at is None and cur.seq:
@@ -433,6 +434,8 @@ class FileStore:
         in one write, advance and save the cursor, and keep the BM25 index current."""
         if file_ops is not None:
             file_ops()
+        for c in changes:
+            self._note(c.entry)
         for scope in sorted(scopes):
             self._write_index(scope)
         start = cur.off
@@ -445,38 +448,49 @@ class FileStore:
             self._save_cursor(cur)
         self._follow(changes, start, cur.off)
 
+    def _note(self, entry: Entry) -> None:
+        """Keep the INDEX.md cache in step with one journaled state of an entry."""
+        cached = self._index_cache.get(entry.scope)
+        if cached is None:
+            return
+        if entry.deleted:
+            cached.pop(entry.name, None)
+        else:
+            cached[entry.name] = entry.description
+
     def _write_index(self, scope: str) -> None:
-        """Rewrite ``<scope>/INDEX.md`` from the entry files as they are now. A file's
-        description is read again only when its (mtime, size, inode) changed since this handle
-        last read it, so a write costs one ``stat`` per entry of the scope, not one read."""
+        """Rewrite ``<scope>/INDEX.md``: the entry files the scope's folder lists now, with the
+        descriptions this handle knows (read from the files on first use, then kept by the
+        journal records it writes or reads, and by :meth:`reconcile`); a file it has not seen
+        is read. So a write costs one folder listing, not one read per entry; a description a
+        person changed in place shows once it is journaled."""
         folder = self._root / scope
         try:
             items = list(os.scandir(folder))
         except (FileNotFoundError, NotADirectoryError):
             return
-        known = self._index_cache.get(scope, {})
-        seen: dict[str, tuple[tuple[int, int, int], str]] = {}
+        known = self._index_cache.setdefault(scope, {})
+        seen: dict[str, str] = {}
         for d in items:
             stem = d.name[: -len(ENTRY_SUFFIX)] if d.name.endswith(ENTRY_SUFFIX) else ""
-            if not valid_name(stem):
+            description = known.get(stem)  # a known name is a valid one
+            if description is None and not valid_name(stem):
                 continue
-            try:
-                st = d.stat()
-            except FileNotFoundError:
+            if not d.is_file():
                 continue
-            if not stat.S_ISREG(st.st_mode):
-                continue
-            sig = (st.st_mtime_ns, st.st_size, st.st_ino)
-            hit = known.get(stem)
-            if hit is not None and hit[0] == sig:
-                seen[stem] = hit
-                continue
-            e = self._read_file(scope, stem)
-            if e is not None:
-                seen[stem] = (sig, e.description)
+            if description is None:
+                e = self._read_file(scope, stem)
+                if e is None:
+                    continue
+                description = e.description
+            seen[stem] = description
         self._index_cache[scope] = seen
-        pairs = [(name, desc) for name, (_, desc) in seen.items()]
-        write_atomic(folder / INDEX_NAME, render_index(scope, pairs), sync=False)
+        data = render_index(scope, seen.items())
+        index = folder / INDEX_NAME
+        if self._index_written.get(scope) == data and index.exists():
+            return  # nothing it lists changed
+        write_atomic(index, data, sync=False)
+        self._index_written[scope] = data
 
     def _plan(
         self,
@@ -692,7 +706,9 @@ class FileStore:
         with self._writing() as cur:
             files: dict[str, Entry] = {}
             for scope in self._scopes():
-                for e in self._read_scope(scope):
+                scanned = self._read_scope(scope)
+                self._index_cache[scope] = {e.name: e.description for e in scanned}
+                for e in scanned:
                     files[e.key] = e
             now = self._now(cur)
             seq = cur.seq
