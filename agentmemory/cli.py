@@ -54,9 +54,11 @@ if TYPE_CHECKING:
 
     from .chroma_store import ChromaStore
     from .entries import Change, Entry
+    from .file_store import FileStore
     from .sqlite_store import SqliteStore
 
 __all__ = [
+    "FORMAT_ENV",
     "PATH_ENV",
     "CliError",
     "main",
@@ -64,6 +66,9 @@ __all__ = [
 
 PATH_ENV = "AGENTMEMORY_PATH"
 """Environment variable naming the store folder when ``--path`` is not given."""
+
+FORMAT_ENV = "AGENTMEMORY_FORMAT"
+"""Environment variable read for ``--format`` (the kind of store folder)."""
 
 _SHOW_CHARS = 200  # characters of content a search or list line shows without --full
 
@@ -176,7 +181,7 @@ def main() -> None:
 # --- shared options -------------------------------------------------------------------------
 
 
-def _path_option(f: F) -> F:
+def _folder_option(f: F) -> F:
     return click.option(
         "--path",
         "path",
@@ -184,9 +189,42 @@ def _path_option(f: F) -> F:
         envvar=PATH_ENV,
         show_envvar=True,
         default=None,
-        help="The store folder: DIR/journal.sqlite3 and DIR/chroma/ (default: "
-        "$AGENTMEMORY_PATH, else the user data folder's agentmemory/store).",
+        help="The store folder: DIR/journal.sqlite3 and DIR/chroma/, or a Markdown folder "
+        "(DIR/journal.jsonl and DIR/<scope>/<name>.md) (default: $AGENTMEMORY_PATH, else the "
+        "user data folder's agentmemory/store).",
     )(f)
+
+
+_FORMAT_META = "agentmemory.store_format"
+"""Key in click's ``ctx.meta`` of the ``--format`` of the store folder."""
+
+
+def _remember_format(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    ctx.meta[_FORMAT_META] = value
+
+
+def _path_option(f: F) -> F:
+    """``--path`` and ``--format`` (the store folder's kind; kept in ``ctx.meta``)."""
+    f = click.option(
+        "--format",
+        "store_format",
+        type=click.Choice(["sqlite", "markdown"]),
+        envvar=FORMAT_ENV,
+        show_envvar=True,
+        default=None,
+        expose_value=False,
+        callback=_remember_format,
+        help="The kind of store folder: sqlite (journal.sqlite3 and chroma/) or markdown (a "
+        "folder of Markdown files a person can edit). Default: markdown when the folder holds "
+        "journal.jsonl, else sqlite.",
+    )(f)
+    return _folder_option(f)
+
+
+def _store_format() -> str | None:
+    ctx = click.get_current_context(silent=True)
+    value = ctx.meta.get(_FORMAT_META) if ctx is not None else None
+    return value if isinstance(value, str) else None
 
 
 def _json_option(f: F) -> F:
@@ -243,12 +281,12 @@ def _embedder(name: str | None) -> Embedder:
 
 
 @contextmanager
-def _open_journal(path: Path | None) -> Iterator[SqliteStore]:
+def _open_journal(path: Path | None) -> Iterator[SqliteStore | FileStore]:
     """:func:`agentmemory.open_journal`, its refusal of a folder without a store as one line."""
     from .store_folder import open_journal
 
     try:
-        store = open_journal(path)
+        store = open_journal(path, format=_store_format())
     except NoStoreError as exc:
         raise _no_store(exc) from None
     with store:
@@ -257,7 +295,7 @@ def _open_journal(path: Path | None) -> Iterator[SqliteStore]:
 
 def _open_index(
     path: Path | None, embedder_name: str | None, *, create: bool, reindex: bool = False
-) -> ChromaStore:
+) -> ChromaStore | FileStore:
     """:func:`agentmemory.open_store` with the command line's wording: an unknown embedder is a
     usage error of ``--embedder``, a missing store or an embedder mismatch one line saying what to
     run, and an IndexOutOfStepWarning one ``agentmemory:`` line on stderr."""
@@ -267,7 +305,13 @@ def _open_index(
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", IndexOutOfStepWarning)
-            store = open_store(path, embedder=embedder_name, create=create, reindex=reindex)
+            store = open_store(
+                path,
+                embedder=embedder_name,
+                create=create,
+                reindex=reindex,
+                format=_store_format(),
+            )
     except EmbedderNameError as exc:
         raise click.BadParameter(str(exc), param_hint="--embedder") from None
     except NoStoreError as exc:
@@ -286,6 +330,26 @@ def _open_index(
         else:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     return store
+
+
+def _scopes_of(store: ChromaStore | FileStore) -> list[str]:
+    """The scopes of a store opened by :func:`_open_index`."""
+    from .file_store import FileStore
+
+    return store.scopes() if isinstance(store, FileStore) else store.journal_store.scopes()
+
+
+def _chroma_only(store: ChromaStore | FileStore, command: str) -> ChromaStore:
+    """``store`` when it is a :class:`ChromaStore`; a Markdown folder is one line saying so."""
+    from .chroma_store import ChromaStore
+
+    if isinstance(store, ChromaStore):
+        return store
+    store.close()
+    raise CliError(
+        f"{store.path} is a Markdown folder; '{command}' works on a store's Chroma index "
+        "(journal.sqlite3 and chroma/), and a Markdown folder has none to check"
+    )
 
 
 # --- small helpers --------------------------------------------------------------------------
@@ -566,7 +630,7 @@ def search_command(
             hits = journal.recall(text, scopes=wanted, limit=limit, mode="bm25") if wanted else []
     else:
         with _open_index(path, embedder_name, create=False) as store:
-            wanted = list(scopes) or store.journal_store.scopes()
+            wanted = list(scopes) or _scopes_of(store)
             hits = store.recall(text, scopes=wanted, limit=limit, mode=mode) if wanted else []
     shown_mode = "hybrid" if mode == "auto" else mode
     if as_json:
@@ -729,7 +793,7 @@ def verify_command(
 
     Opening the store first replays journal records the index has not seen.
     """
-    with _open_index(path, embedder_name, create=False) as store:
+    with _chroma_only(_open_index(path, embedder_name, create=False), "verify") as store:
         report = store.repair() if repair else store.verify()
     if as_json:
         _echo_json(
@@ -760,7 +824,8 @@ def verify_command(
 def reindex_command(path: Path | None, embedder_name: str | None, as_json: bool) -> None:
     """Rebuild the vector index from the journal (with --embedder NAME: switch to it)."""
     started = time.perf_counter()
-    with _open_index(path, embedder_name, create=False, reindex=True) as store:
+    opened = _open_index(path, embedder_name, create=False, reindex=True)
+    with _chroma_only(opened, "reindex") as store:
         report = store.verify()
         name = store.embedder.name
     seconds = time.perf_counter() - started
@@ -773,8 +838,8 @@ def reindex_command(path: Path | None, embedder_name: str | None, as_json: bool)
 # --- import and export ----------------------------------------------------------------------
 
 
-@main.command("import", short_help="Import entries from JSON Lines, all or nothing.")
-@click.argument("source", metavar="FILE")
+@main.command("import", short_help="Import entries from JSON Lines or a Markdown folder.")
+@click.argument("source", metavar="FILE|DIR")
 @click.option(
     "--scope",
     "default_scope",
@@ -807,7 +872,8 @@ def import_command(
     embedder_name: str | None,
     as_json: bool,
 ) -> None:
-    """Import entries from FILE, JSON Lines ('-' for stdin).
+    """Import entries from FILE, JSON Lines ('-' for stdin), or from DIR, a Markdown folder
+    (every DIR/<scope>/<name>.md, checked whole first; the folder is only read).
 
     Each line is an object {"scope", "name", "content", "meta"?} (the form `list --json`
     prints; its hash and updated are ignored). Blank lines are skipped.
@@ -828,6 +894,9 @@ def import_command(
 
     from .jsonl import import_entries, read_entries
 
+    if source != "-" and Path(source).expanduser().is_dir():
+        _import_markdown(Path(source).expanduser(), path, embedder_name, session_id, as_json)
+        return
     lines = read_entries(
         sys.stdin.buffer if source == "-" else Path(source).expanduser(), scope=default_scope
     )
@@ -866,7 +935,7 @@ def import_command(
     )
 
 
-@main.command("export", short_help="Write every live entry as JSON Lines.")
+@main.command("export", short_help="Write every live entry as JSON Lines or a Markdown folder.")
 @click.argument("scopes", nargs=-1)
 @click.option(
     "--output",
@@ -875,16 +944,42 @@ def import_command(
     default=None,
     help="Write to this file (replaced when it exists) instead of stdout.",
 )
-@_path_option
-def export_command(scopes: tuple[str, ...], output: Path | None, path: Path | None) -> None:
+@click.option(
+    "--format",
+    "out_format",
+    type=click.Choice(["jsonl", "markdown"]),
+    default="jsonl",
+    show_default=True,
+    help="jsonl: JSON Lines. markdown: a new Markdown folder, the first argument (export "
+    "--format markdown DIR [SCOPES]...).",
+)
+@_folder_option
+def export_command(
+    scopes: tuple[str, ...], output: Path | None, out_format: str, path: Path | None
+) -> None:
     """Write the live entries of SCOPES (default: every scope) as JSON Lines, one entry per line
-    by scope then name, in the form `agentmemory import` takes back exactly.
+    by scope then name, in the form `agentmemory import` takes back exactly; or, with --format
+    markdown DIR, as a new Markdown folder DIR (one DIR/<scope>/<name>.md per entry, a journal
+    of their creation) that `agentmemory import DIR` takes back exactly.
 
     Reads the journal only (no model, no index), so it runs beside a running `agentmemory mcp`.
     """
     from .atomic_write import write_atomic
     from .jsonl import export_entries
 
+    if out_format == "markdown":
+        from .markdown_folder import export_markdown
+
+        if output is not None or not scopes:
+            raise click.UsageError(
+                "give the Markdown folder as the first argument: export --format markdown DIR "
+                "[SCOPES]... (not --output)"
+            )
+        folder = Path(scopes[0]).expanduser()
+        with _open_journal(path) as store:
+            written = export_markdown(store, folder, scopes=scopes[1:])
+        click.echo(f"exported {len(written)} entries to the Markdown folder {folder}", err=True)
+        return
     with _open_journal(path) as store:
         if output is None:
             export_entries(store, sys.stdout, scopes)
@@ -893,6 +988,78 @@ def export_command(scopes: tuple[str, ...], output: Path | None, path: Path | No
         count = export_entries(store, text, scopes)
     write_atomic(output.expanduser().absolute(), text.getvalue().encode("utf-8"))
     click.echo(f"exported {count} entries to {output}", err=True)
+
+
+def _import_markdown(
+    folder: Path,
+    path: Path | None,
+    embedder_name: str | None,
+    session_id: str | None,
+    as_json: bool,
+) -> None:
+    """``agentmemory import DIR``: every entry file of the Markdown folder, all or nothing."""
+    from .markdown_folder import import_markdown
+
+    started = time.perf_counter()
+    with _open_index(path, embedder_name, create=True) as store:
+        changes = import_markdown(folder, store, session=session_id or "import")
+    seconds = time.perf_counter() - started
+    if as_json:
+        _echo_json(
+            {
+                "imported": len(changes),
+                "first_seq": changes[0].seq if changes else 0,
+                "last_seq": changes[-1].seq if changes else 0,
+                "seconds": round(seconds, 3),
+            }
+        )
+        return
+    click.echo(f"imported {len(changes)} entries from the Markdown folder {folder}")
+
+
+# --- a Markdown folder ------------------------------------------------------------------------
+
+
+@main.command("reconcile", short_help="Journal what a person changed in a Markdown folder.")
+@_path_option
+@_json_option
+def reconcile_command(path: Path | None, as_json: bool) -> None:
+    """Journal every entry file of a Markdown folder that a person edited, added or removed
+    since the journal last recorded it, as 'reconciled' records (no session), in scope/name
+    order. A file the store cannot journal (empty, over the entry bound, bad meta) is left
+    alone and named on stderr. Search finds a person's edit once it is journaled.
+    """
+    from .file_store import FileStore
+
+    with _open_journal(path) as store:
+        if not isinstance(store, FileStore):
+            raise CliError(
+                f"{store.path} is not a Markdown folder (it has no journal.jsonl); reconcile "
+                "journals the hand edits of a Markdown folder"
+            )
+        done = store.reconcile()
+    for f in done.unjournaled:
+        click.echo(f"agentmemory: left alone {f.path}: {f.reason}", err=True)
+    for d in done.damaged:
+        click.echo(f"agentmemory: damaged journal line skipped: {d.describe()}", err=True)
+    if as_json:
+        from .wire import encode_change
+
+        _echo_json(
+            {
+                "changes": [json.loads(encode_change(c)) for c in done.changes],
+                "unjournaled": [
+                    {"path": str(f.path), "key": f.key, "reason": f.reason}
+                    for f in done.unjournaled
+                ],
+                "damaged": [d.describe() for d in done.damaged],
+            }
+        )
+        return
+    for c in done.changes:
+        click.echo(_change_line(c))
+    n = len(done.changes)
+    click.echo(f"reconciled {n} {'change' if n == 1 else 'changes'}")
 
 
 # --- MCP ------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ cannot be stored. Content and meta survive the round trip byte for byte.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -59,9 +59,12 @@ def live_entries(store: Any) -> Iterator[Entry]:
             continue
 
 
-def export_markdown(store: Store, folder: str | Path, *, session: str = "export") -> list[Change]:
-    """Write ``store``'s live entries as a new Markdown folder at ``folder``; return the records
-    of the folder's journal (one create per entry, under ``session``).
+def export_markdown(
+    store: Store, folder: str | Path, *, scopes: Sequence[str] = (), session: str = "export"
+) -> list[Change]:
+    """Write ``store``'s live entries (of ``scopes``, every scope when empty) as a new Markdown
+    folder at ``folder``; return the records of the folder's journal (one create per entry,
+    under ``session``).
 
     The folder's entry bound is the larger of the store's and its largest entry, so every live
     entry fits.
@@ -77,7 +80,12 @@ def export_markdown(store: Store, folder: str | Path, *, session: str = "export"
             f"agentmemory: cannot export to {target}: it exists and is not an empty folder; "
             "give a new folder"
         )
-    entries = [Entry(e.scope, e.name, e.content, e.meta) for e in live_entries(store)]
+    wanted = set(scopes)
+    entries = [
+        Entry(e.scope, e.name, e.content, e.meta)
+        for e in live_entries(store)
+        if not wanted or e.scope in wanted
+    ]
     limit = max([store.max_entry_bytes, *(e.size for e in entries)])
     with FileStore(target, max_entry_bytes=limit) as out:
         return out.put_many(entries, session=session)

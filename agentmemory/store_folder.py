@@ -1,7 +1,9 @@
 """The store folder: where it is by default, and the one rule for opening it and its embedder.
 
 A store folder holds ``journal.sqlite3`` (the journal, the truth) and ``chroma/`` (the vector
-index, derived from the journal). :func:`open_store` opens both (a :class:`~agentmemory.ChromaStore`)
+index, derived from the journal), or is a Markdown folder (:class:`~agentmemory.FileStore`:
+``journal.jsonl`` and one ``<scope>/<name>.md`` per entry, docs/filestore-format.md#layout),
+chosen by ``format="markdown"`` or found by its ``journal.jsonl``. :func:`open_store` opens both (a :class:`~agentmemory.ChromaStore`)
 and chooses the embedder; :func:`open_journal` opens the journal alone, for reads that need no
 model. The command line, the MCP server, the demo and the evaluation open stores through them.
 
@@ -29,6 +31,8 @@ from .errors import (
     IndexOutOfStepWarning,
     NoStoreError,
 )
+from .file_store import FileStore
+from .lock_file import DEFAULT_LOCK_TIMEOUT_S
 from .rules import DEFAULT_MAX_ENTRY_BYTES
 from .sqlite_store import SqliteStore
 
@@ -36,6 +40,7 @@ if TYPE_CHECKING:
     from embedders import Embedder
 
 __all__ = [
+    "STORE_FORMATS",
     "choose_embedder",
     "default_store_path",
     "embedder_for",
@@ -43,7 +48,27 @@ __all__ = [
     "open_journal",
     "open_store",
     "store_folder",
+    "store_format",
 ]
+
+STORE_FORMATS = ("sqlite", "markdown")
+"""The kinds of store folder: ``sqlite`` (``journal.sqlite3`` plus ``chroma/``) and ``markdown``
+(a :class:`~agentmemory.FileStore` folder)."""
+
+
+def store_format(path: str | os.PathLike[str] | None, format: str | None = None) -> str:
+    """The kind of the store folder ``path``: ``format`` when given, else ``"markdown"`` when
+    the folder holds ``journal.jsonl`` (a Markdown folder), else ``"sqlite"``.
+
+    Raises ``ValueError`` for a ``format`` not in :data:`STORE_FORMATS`.
+    """
+    if format is not None:
+        if format not in STORE_FORMATS:
+            raise ValueError(f"store format {format!r} is not one of {', '.join(STORE_FORMATS)}")
+        return format
+    from .journal_file import JOURNAL_NAME
+
+    return "markdown" if (store_folder(path) / JOURNAL_NAME).is_file() else "sqlite"
 
 
 def default_store_path() -> Path:
@@ -66,6 +91,15 @@ def store_folder(path: str | os.PathLike[str] | None) -> Path:
     return folder
 
 
+def _existing_markdown(path: str | os.PathLike[str] | None) -> Path:
+    from .journal_file import JOURNAL_NAME
+
+    folder = store_folder(path)
+    if not (folder / JOURNAL_NAME).is_file():
+        raise NoStoreError(str(folder))
+    return folder
+
+
 def _existing(path: str | os.PathLike[str] | None) -> Path:
     folder = store_folder(path)
     if not (folder / JOURNAL_FILE).is_file():
@@ -73,15 +107,22 @@ def _existing(path: str | os.PathLike[str] | None) -> Path:
     return folder
 
 
-def open_journal(path: str | os.PathLike[str] | None = None) -> SqliteStore:
+def open_journal(
+    path: str | os.PathLike[str] | None = None, *, format: str | None = None
+) -> SqliteStore | FileStore:
     """Open the journal of the existing store in folder ``path`` alone: no vector index, no model,
     no folder lock, so it is fast and safe beside a process that holds the store (an ``agentmemory
     mcp``). Reads (``get``, ``list``, ``journal``, ``render``, BM25 ``recall``) need nothing more.
 
-    ``path`` ``None`` is :func:`default_store_path`. The caller closes the store (it is a context
-    manager). Raises :class:`~agentmemory.NoStoreError` when the folder holds no store (nothing is
-    created), and what :class:`~agentmemory.SqliteStore` raises for a file it cannot read.
+    ``path`` ``None`` is :func:`default_store_path`. A Markdown folder (``format="markdown"``,
+    or found by its ``journal.jsonl``, :func:`store_format`) opens as a
+    :class:`~agentmemory.FileStore` without vectors. The caller closes the store (it is a
+    context manager). Raises :class:`~agentmemory.NoStoreError` when the folder holds no store
+    (nothing is created), and what :class:`~agentmemory.SqliteStore` raises for a file it
+    cannot read.
     """
+    if store_format(path, format) == "markdown":
+        return FileStore(_existing_markdown(path))
     return SqliteStore(_existing(path) / JOURNAL_FILE)
 
 
@@ -148,8 +189,9 @@ def open_store(
     create: bool = True,
     reindex: bool = False,
     max_entry_bytes: int = DEFAULT_MAX_ENTRY_BYTES,
+    format: str | None = None,
     **store_options: Any,
-) -> ChromaStore:
+) -> ChromaStore | FileStore:
     """Open the store in folder ``path`` (journal and vector index) with the embedder chosen by the
     rule in the module docstring. The caller closes it (it is a context manager).
 
@@ -164,6 +206,10 @@ def open_store(
             never switches models unasked). The :class:`~agentmemory.IndexOutOfStepWarning` an
             index that is about to be rebuilt would give is not issued.
         max_entry_bytes: the content bound of writes, in UTF-8 bytes.
+        format: ``"markdown"`` opens (or creates) a Markdown folder, a
+            :class:`~agentmemory.FileStore` (with its vector index beside the files when it
+            keeps one); ``"sqlite"`` the journal and Chroma folder; ``None`` finds a Markdown
+            folder by its ``journal.jsonl`` (:func:`store_format`).
         **store_options: passed to :meth:`ChromaStore.open` (``lock_timeout_s``,
             ``busy_timeout_s``, ``fusion``, ``client``, ...).
 
@@ -178,6 +224,10 @@ def open_store(
     Also what :meth:`ChromaStore.open` raises. An :class:`~agentmemory.IndexOutOfStepWarning` is
     issued (``warnings.warn``) when the index misses what the journal holds.
     """
+    if store_format(path, format) == "markdown":
+        folder = store_folder(path) if create else _existing_markdown(path)
+        timeout = store_options.get("lock_timeout_s", DEFAULT_LOCK_TIMEOUT_S)
+        return FileStore(folder, max_entry_bytes=max_entry_bytes, lock_timeout_s=float(timeout))
     folder = store_folder(path) if create else _existing(path)
     chosen = (
         choose_embedder(embedder) if embedder is None or isinstance(embedder, str) else embedder

@@ -1,0 +1,100 @@
+"""The command line on a Markdown folder: --format markdown (or found by journal.jsonl), a person's
+edit found by search after reconcile, export --format markdown DIR and import DIR, exact."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from click.testing import CliRunner, Result
+
+from agentmemory.cli import main
+
+
+def run(*args: str) -> Result:
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def ok(*args: str) -> Result:
+    result = run(*args)
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    return result
+
+
+def listed(path: Path) -> list[dict[str, object]]:
+    out = ok("list", "--json", "--path", str(path)).stdout
+    return [
+        {k: v for k, v in json.loads(line).items() if k in ("scope", "name", "content", "meta")}
+        for line in out.splitlines()
+    ]
+
+
+def one_error_line(result: Result, words: Sequence[str]) -> None:
+    assert result.exit_code == 1, (result.stdout, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("agentmemory: "), result.stderr
+    for w in words:
+        assert w in lines[0], lines[0]
+
+
+def test_a_markdown_folder_through_the_command_line(tmp_path: Path) -> None:
+    folder = tmp_path / "memory"
+    ok("save", "user/editor", "Uses Neovim.\n", "--description", "Editor", "--format",
+       "markdown", "--path", str(folder))  # fmt: skip
+    assert (folder / "journal.jsonl").is_file()
+    assert (folder / "user" / "editor.md").read_text().endswith("---\nUses Neovim.\n")
+    # Found by its journal.jsonl from now on: no --format needed.
+    ok("save", "project/build", "Run make check.", "--path", str(folder))
+    assert not (folder / "journal.sqlite3").exists()
+    assert ok("get", "user/editor", "--path", str(folder)).stdout.count("Uses Neovim.") == 1
+    assert [e["name"] for e in listed(folder)] == ["build", "editor"]
+    # A person edits the file in an editor; reconcile journals it; search finds it.
+    f = folder / "user" / "editor.md"
+    f.write_text(f.read_text().replace("Uses Neovim.", "Switched to Helix last week."))
+    out = ok("reconcile", "--path", str(folder)).stdout
+    assert "user/editor" in out and "reconciled" in out and "reconciled 1 change" in out
+    journal = [
+        json.loads(x)
+        for x in ok("journal", "--json", "--path", str(folder)).stdout.split("\n")
+        if x
+    ]
+    assert journal[-1]["source"] == "reconciled" and "session" not in journal[-1]
+    hits = json.loads(ok("search", "helix", "--json", "--path", str(folder)).stdout)["hits"]
+    assert [(h["scope"], h["name"]) for h in hits] == [("user", "editor")]
+    assert ok("reconcile", "--path", str(folder)).stdout.strip() == "reconciled 0 changes"
+    ok("forget", "project/build", "--path", str(folder))
+    assert not (folder / "project" / "build.md").exists()
+
+
+def test_export_markdown_and_import_it_back_exactly(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    tricky = "  ---\nname: not-meta\n---\nsüß ✓ 日本"
+    ok("save", "user/odd", tricky, "--path", str(src), "--embedder", "hashing")
+    ok("save", "user/style", "Short answers.\n", "--meta", "type=feedback", "--description",
+       "How to answer", "--path", str(src), "--embedder", "hashing")  # fmt: skip
+    ok("save", "project/build", "make check", "--path", str(src), "--embedder", "hashing")
+    result = ok("export", "--format", "markdown", str(tmp_path / "folder"), "--path", str(src))
+    assert "exported 3 entries" in result.stderr
+    assert (tmp_path / "folder" / "user" / "odd.md").is_file()
+    assert listed(tmp_path / "folder") == listed(src)
+    dst = tmp_path / "dst"
+    out = ok("import", str(tmp_path / "folder"), "--path", str(dst), "--embedder", "hashing")
+    assert "imported 3 entries" in out.stdout
+    assert listed(dst) == listed(src)
+    again = ok("export", "--format", "markdown", str(tmp_path / "two"), "user", "--path", str(src))
+    assert "exported 2 entries" in again.stderr
+    one_error_line(
+        run("export", "--format", "markdown", str(tmp_path / "folder"), "--path", str(src)),
+        ["not an empty folder"],
+    )
+
+
+def test_commands_that_need_the_other_kind_of_store_say_so(tmp_path: Path) -> None:
+    sqlite = tmp_path / "sqlite"
+    ok("save", "user/a", "x", "--path", str(sqlite), "--embedder", "hashing")
+    one_error_line(run("reconcile", "--path", str(sqlite)), ["not a Markdown folder"])
+    folder = tmp_path / "memory"
+    ok("save", "user/a", "x", "--format", "markdown", "--path", str(folder))
+    one_error_line(run("verify", "--path", str(folder)), ["Markdown folder", "verify"])
+    one_error_line(run("get", "user/a", "--path", str(tmp_path / "none")), ["no store"])
