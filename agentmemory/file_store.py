@@ -34,9 +34,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
-from recallers import DEFAULT_TOKENIZER, BM25Index, BM25Recaller, Hit, Tokenizer
+from recallers import DEFAULT_TOKENIZER, BM25Index, BM25Recaller, Hit, Tokenizer, VectorRecaller
 
 from .atomic_write import remove_durably, write_atomic
 from .entries import SOURCE_RECONCILED, Change, Entry
@@ -49,7 +49,13 @@ from .entry_file import (
     render_entry_file,
     render_index,
 )
-from .errors import AgentMemoryError, NotFoundError, StoreLockedError
+from .errors import (
+    AgentMemoryError,
+    IndexWriteError,
+    NotFoundError,
+    RecallModeError,
+    StoreLockedError,
+)
 from .journal_file import (
     JOURNAL_NAME,
     STATE_NAME,
@@ -63,8 +69,14 @@ from .journal_file import (
 from .lock_file import DEFAULT_LOCK_TIMEOUT_S, LockFile, LockHolder, break_lock, read_holder
 from .mem_store import utc_now
 from .rules import DEFAULT_MAX_ENTRY_BYTES, check_entry, check_scope, valid_name
-from .store import plan_forget, plan_put, recall_entries, search_entries
+from .store import RECALL_MODES, plan_forget, plan_put, recall_entries, search_entries
 from .wire import format_time, parse_time
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    from embedders import Embedder
+
 
 __all__ = ["FileStore", "Reconciliation", "UnjournaledFile"]
 
@@ -134,10 +146,19 @@ class FileStore:
         clock: returns the time stamped on writes (aware UTC); times have microsecond precision
             and never go backwards along the journal (a clock behind the last record is clamped).
         tokenizer: the terms the in-memory BM25 index of :meth:`recall` uses.
+        embedder: when given, a vector index is kept beside the files (Chroma, under
+            ``.vectors/``, following the journal; :mod:`agentmemory.file_vectors`) and
+            :meth:`recall` is hybrid (BM25 + vectors, reciprocal rank fusion). Without one,
+            recall is BM25 only.
+        reindex: drop the vector index and make every vector again with ``embedder`` (to
+            switch embedders).
 
     Raises:
         ValueError: ``max_entry_bytes`` under 1 or ``lock_timeout_s`` negative.
         OSError: the folder cannot be created.
+        StoreLockedError: (with ``embedder``) another process owns the vector index.
+        EmbedderMismatchError: (with ``embedder``) the index was built with another embedder;
+            open with that one, or with ``reindex=True``.
     """
 
     def __init__(
@@ -148,6 +169,8 @@ class FileStore:
         lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
         clock: Callable[[], datetime] = utc_now,
         tokenizer: Tokenizer = DEFAULT_TOKENIZER,
+        embedder: Embedder | None = None,
+        reindex: bool = False,
     ) -> None:
         if max_entry_bytes < 1:
             raise ValueError(f"max_entry_bytes is {max_entry_bytes}; it must be at least 1")
@@ -167,6 +190,13 @@ class FileStore:
         self._damage_seen: list[DamagedLine] = []
         self._index_cache: dict[str, dict[str, str]] = {}  # scope -> name -> description
         self._index_written: dict[str, bytes] = {}  # scope -> the INDEX.md bytes last written
+        self._vectors: FolderVectors | None = None
+        if embedder is not None:
+            from .file_vectors import FolderVectors
+
+            self._vectors = FolderVectors(
+                self._root, embedder, lock_timeout_s=self._lock_timeout_s, reindex=reindex
+            )
         self._cursor_moved = False
 
     # -- properties --------------------------------------------------------------------------
@@ -587,6 +617,7 @@ class FileStore:
             change = records[-1]
             written = {(entry.scope, entry.name): change.entry}
             self._commit(cur, records, {entry.scope}, lambda: self._write_files(written))
+        self._index_vectors(records)
         return change.copy()
 
     def put_many(
@@ -632,6 +663,7 @@ class FileStore:
             written = {k: f for k, f in files.items() if f is not None}
             scopes = {scope for scope, _ in written}
             self._commit(cur, records, scopes, lambda: self._write_files(written))
+        self._index_vectors(records)
         return [c.copy() for c in own]
 
     def scopes(self) -> builtins.list[str]:
@@ -684,6 +716,7 @@ class FileStore:
                 remove_durably(path)
 
             self._commit(cur, [*pre, tomb], {scope}, remove_file)
+        self._index_vectors([*pre, tomb])
         return tomb.copy()
 
     def reconcile(self) -> Reconciliation:
@@ -734,7 +767,9 @@ class FileStore:
                 seq += 1
                 changes.append(self._reconciled(found, chain, seq, now))
             self._commit(cur, changes, {c.entry.scope for c in changes})
-            return Reconciliation(changes=changes, unjournaled=skipped, damaged=self._damage_seen)
+            done = Reconciliation(changes=changes, unjournaled=skipped, damaged=self._damage_seen)
+        self._index_vectors(changes)
+        return done
 
     # -- recall (an in-memory BM25 index, built on first use, following the journal) ---------
 
@@ -780,6 +815,45 @@ class FileStore:
                 self._lexicon_off = end
         return self._lexicon
 
+    @property
+    def embedder(self) -> Embedder | None:
+        """The embedder of the vector index, or ``None`` when the store keeps no vectors."""
+        return None if self._vectors is None else self._vectors.embedder
+
+    def _index_vectors(self, changes: builtins.list[Change]) -> None:
+        """Bring the vector index up to the journal after a write (outside the folder lock).
+
+        Raises :class:`~agentmemory.IndexWriteError` (the write stands) when embedding or
+        Chroma fails; the index catches up at the next write, search or open."""
+        if self._vectors is None or not changes:
+            return
+        try:
+            self._vectors.catch_up()
+        except Exception as err:
+            raise IndexWriteError(str(self._root), changes, err) from err
+
+    def search_vector(
+        self, vector: npt.ArrayLike, *, limit: int, scopes: Sequence[str]
+    ) -> builtins.list[tuple[Entry, float]]:
+        """The vector leg: at most ``limit`` ``(entry, cosine similarity)`` pairs of ``scopes``,
+        nearest first; the entry is read from its file (a hit whose file is gone is dropped).
+        The index first reads the journal records appended since it last looked.
+
+        Raises:
+            RecallModeError: the store keeps no vectors (opened without an embedder).
+            ValueError: ``vector`` is not ``(dim,)`` for the embedder.
+            InvalidEntryError: a scope that is not kebab-case.
+        """
+        self._check_open()
+        if self._vectors is None:
+            raise RecallModeError("vector", type(self).__name__, known=RECALL_MODES)
+        out: builtins.list[tuple[Entry, float]] = []
+        for scope, name, score in self._vectors.search_vector(vector, limit=limit, scopes=scopes):
+            e = self._read_file(scope, name)
+            if e is not None:
+                out.append((e, score))
+        return out
+
     def search_text(
         self, query: str, *, scopes: Sequence[str], limit: int
     ) -> builtins.list[tuple[Entry, float]]:
@@ -803,12 +877,22 @@ class FileStore:
     def recall(
         self, query: str, *, scopes: Sequence[str], limit: int = 5, mode: str = "auto"
     ) -> builtins.list[Hit[Entry]]:
-        """At most ``limit`` entries of ``scopes`` ranked by BM25 for ``query``, best first
-        (``mode`` ``"auto"`` or ``"bm25"``). See :func:`agentmemory.store.recall_entries` for
+        """At most ``limit`` entries of ``scopes`` ranked for ``query``, best first: BM25 and,
+        when the store keeps vectors, the vector leg fused by reciprocal rank fusion (``mode``
+        ``"auto"`` is ``"hybrid"`` then, else ``"bm25"``). See :func:`agentmemory.store.recall_entries` for
         the errors (:class:`~agentmemory.EmptyQueryError`, :class:`~agentmemory.InvalidEntryError`,
         ``ValueError``, :class:`~agentmemory.RecallModeError`)."""
+        vector = None
+        if self._vectors is not None:
+            vector = VectorRecaller(self, self._vectors.embedder)
         return recall_entries(
-            self, query, scopes=scopes, limit=limit, mode=mode, bm25=BM25Recaller(self)
+            self,
+            query,
+            scopes=scopes,
+            limit=limit,
+            mode=mode,
+            bm25=BM25Recaller(self),
+            vector=vector,
         )
 
     # -- lifetime --------------------------------------------------------------------------------
@@ -823,6 +907,8 @@ class FileStore:
         """Drop the in-memory index; idempotent. Later calls raise
         :class:`~agentmemory.AgentMemoryError`. (No lock is held between writes.)"""
         self._closed = True
+        if self._vectors is not None:
+            self._vectors.close()
         with self._lexicon_lock:
             self._lexicon.clear()
             self._lexicon_off = None

@@ -207,9 +207,11 @@ def open_store(
             index that is about to be rebuilt would give is not issued.
         max_entry_bytes: the content bound of writes, in UTF-8 bytes.
         format: ``"markdown"`` opens (or creates) a Markdown folder, a
-            :class:`~agentmemory.FileStore` (with its vector index beside the files when it
-            keeps one); ``"sqlite"`` the journal and Chroma folder; ``None`` finds a Markdown
-            folder by its ``journal.jsonl`` (:func:`store_format`).
+            :class:`~agentmemory.FileStore` with its vector index beside the files (same
+            embedder rule; ``reindex`` makes every vector again; ``lock_timeout_s`` of
+            ``store_options`` is the folder's lock timeout, other options are ignored);
+            ``"sqlite"`` the journal and Chroma folder; ``None`` finds a Markdown folder by its
+            ``journal.jsonl`` (:func:`store_format`).
         **store_options: passed to :meth:`ChromaStore.open` (``lock_timeout_s``,
             ``busy_timeout_s``, ``fusion``, ``client``, ...).
 
@@ -224,14 +226,30 @@ def open_store(
     Also what :meth:`ChromaStore.open` raises. An :class:`~agentmemory.IndexOutOfStepWarning` is
     issued (``warnings.warn``) when the index misses what the journal holds.
     """
-    if store_format(path, format) == "markdown":
-        folder = store_folder(path) if create else _existing_markdown(path)
-        timeout = store_options.get("lock_timeout_s", DEFAULT_LOCK_TIMEOUT_S)
-        return FileStore(folder, max_entry_bytes=max_entry_bytes, lock_timeout_s=float(timeout))
-    folder = store_folder(path) if create else _existing(path)
+    markdown = store_format(path, format) == "markdown"
+    folder = store_folder(path) if create else (_existing_markdown if markdown else _existing)(path)
     chosen = (
         choose_embedder(embedder) if embedder is None or isinstance(embedder, str) else embedder
     )
+    if markdown:
+        timeout = float(store_options.get("lock_timeout_s", DEFAULT_LOCK_TIMEOUT_S))
+
+        def folder_store(model: Embedder) -> FileStore:
+            return FileStore(
+                folder,
+                max_entry_bytes=max_entry_bytes,
+                lock_timeout_s=timeout,
+                embedder=model,
+                reindex=reindex,
+            )
+
+        try:
+            return folder_store(chosen)
+        except EmbedderMismatchError as exc:
+            own = embedder_for(exc.stored) if embedder is None else None
+            if own is None:
+                raise
+            return folder_store(own)
     switch = reindex and embedder is not None
 
     def attempt(model: Embedder) -> ChromaStore:

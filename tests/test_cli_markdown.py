@@ -16,6 +16,9 @@ def run(*args: str) -> Result:
     return CliRunner().invoke(main, list(args), catch_exceptions=False)
 
 
+HASHING = ("--embedder", "hashing")
+
+
 def ok(*args: str) -> Result:
     result = run(*args)
     assert result.exit_code == 0, (result.stdout, result.stderr)
@@ -41,11 +44,11 @@ def one_error_line(result: Result, words: Sequence[str]) -> None:
 def test_a_markdown_folder_through_the_command_line(tmp_path: Path) -> None:
     folder = tmp_path / "memory"
     ok("save", "user/editor", "Uses Neovim.\n", "--description", "Editor", "--format",
-       "markdown", "--path", str(folder))  # fmt: skip
+       "markdown", "--path", str(folder), *HASHING)  # fmt: skip
     assert (folder / "journal.jsonl").is_file()
     assert (folder / "user" / "editor.md").read_text().endswith("---\nUses Neovim.\n")
     # Found by its journal.jsonl from now on: no --format needed.
-    ok("save", "project/build", "Run make check.", "--path", str(folder))
+    ok("save", "project/build", "Run make check.", "--path", str(folder), *HASHING)
     assert not (folder / "journal.sqlite3").exists()
     assert ok("get", "user/editor", "--path", str(folder)).stdout.count("Uses Neovim.") == 1
     assert [e["name"] for e in listed(folder)] == ["build", "editor"]
@@ -60,10 +63,13 @@ def test_a_markdown_folder_through_the_command_line(tmp_path: Path) -> None:
         if x
     ]
     assert journal[-1]["source"] == "reconciled" and "session" not in journal[-1]
-    hits = json.loads(ok("search", "helix", "--json", "--path", str(folder)).stdout)["hits"]
-    assert [(h["scope"], h["name"]) for h in hits] == [("user", "editor")]
+    found = json.loads(ok("search", "helix", "--json", "--path", str(folder), *HASHING).stdout)
+    assert found["mode"] == "hybrid"
+    assert (found["hits"][0]["scope"], found["hits"][0]["name"]) == ("user", "editor")
+    assert set(found["hits"][0]["legs"]) == {"bm25", "vector"}
+    assert (folder / ".vectors" / "cursor.json").is_file()
     assert ok("reconcile", "--path", str(folder)).stdout.strip() == "reconciled 0 changes"
-    ok("forget", "project/build", "--path", str(folder))
+    ok("forget", "project/build", "--path", str(folder), *HASHING)
     assert not (folder / "project" / "build.md").exists()
 
 
@@ -95,6 +101,6 @@ def test_commands_that_need_the_other_kind_of_store_say_so(tmp_path: Path) -> No
     ok("save", "user/a", "x", "--path", str(sqlite), "--embedder", "hashing")
     one_error_line(run("reconcile", "--path", str(sqlite)), ["not a Markdown folder"])
     folder = tmp_path / "memory"
-    ok("save", "user/a", "x", "--format", "markdown", "--path", str(folder))
+    ok("save", "user/a", "x", "--format", "markdown", "--path", str(folder), *HASHING)
     one_error_line(run("verify", "--path", str(folder)), ["Markdown folder", "verify"])
     one_error_line(run("get", "user/a", "--path", str(tmp_path / "none")), ["no store"])

@@ -1,0 +1,215 @@
+"""The vector index of a Markdown folder: Chroma collections beside the files, following the
+journal (docs/filestore-format.md#the-vector-index).
+
+:class:`~agentmemory.FileStore` opened with an embedder keeps one vector per live entry in an
+embedded Chroma client under ``<folder>/.vectors/`` (a hidden folder, so never a scope), one
+collection per scope as :class:`~agentmemory.chroma_index.ChromaIndex` lays them out. The index
+follows ``journal.jsonl``: its cursor, ``.vectors/cursor.json``, records the journal offset it has
+applied, the journal's head hash and the embedder's fingerprint. :meth:`FolderVectors.catch_up`
+reads the records after the offset (only those), keeps each entry's last state, and embeds and
+upserts the live ones and deletes the forgotten ones. A person's edit reaches the index once it is
+journaled (the next write to the entry, or ``reconcile()``).
+
+Like every embedded Chroma folder, ``.vectors`` is owned by one process at a time (a lock naming
+the holder, docs/storage.md#the-folder-lock); other processes may still write the folder (without
+an embedder), and the owner catches up on their records before each search.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from embedders import Embedder, same_vectors
+
+from .atomic_write import write_atomic
+from .chroma_index import DEFAULT_COLLECTION_PREFIX, ChromaIndex, IndexRow
+from .chroma_registry import close_folder, open_folder
+from .entries import Change, Entry
+from .errors import EmbedderMismatchError
+from .index_sync import embedding_text, text_hash
+from .journal_file import JOURNAL_NAME, journal_head, scan_journal
+from .rules import check_scope
+
+__all__ = ["VECTORS_FOLDER", "FolderVectors"]
+
+VECTORS_FOLDER = ".vectors"
+"""The folder, inside a Markdown folder, that holds the Chroma index and its cursor."""
+
+CURSOR_NAME = "cursor.json"
+
+EMBED_BATCH = 256
+"""Entries embedded (and upserted) per call while catching up."""
+
+
+class FolderVectors:
+    """The Chroma index of one Markdown folder, kept in step with its journal.
+
+    Args:
+        root: the Markdown folder.
+        embedder: makes the vectors (``embed(texts) -> (n, dim) float32``); a folder indexed with
+            another embedder is refused unless :func:`embedders.same_vectors` holds, or
+            ``reindex`` is true (every vector is then made again).
+        lock_timeout_s: how long to wait for another process that owns ``.vectors``, in seconds.
+        reindex: drop the index and rebuild it with ``embedder``.
+
+    Raises:
+        StoreLockedError: another process owns ``.vectors``.
+        EmbedderMismatchError: the index was built with another embedder.
+    """
+
+    def __init__(
+        self, root: Path, embedder: Embedder, *, lock_timeout_s: float, reindex: bool = False
+    ) -> None:
+        self._root = root
+        self._folder = root / VECTORS_FOLDER
+        self._folder.mkdir(exist_ok=True)
+        self._embedder = embedder
+        self._lock = threading.RLock()
+        client = open_folder(self._folder, lock_timeout_s)
+        self._closed = False
+        try:
+            self._index = ChromaIndex(client, DEFAULT_COLLECTION_PREFIX)
+            saved = self._read_cursor()
+            given = embedder.fingerprint
+            recorded = saved.get("embedder") if saved else None
+            if isinstance(recorded, str) and not reindex and not same_vectors(recorded, given):
+                raise EmbedderMismatchError(str(root), recorded, given)
+            self._fingerprint = recorded if isinstance(recorded, str) and not reindex else given
+            self._off = int(saved.get("off", 0)) if saved and not reindex else 0
+            self._head = str(saved.get("head", "")) if saved and not reindex else ""
+            if reindex or saved is None:
+                self._drop_all()
+            self.catch_up()
+        except BaseException:
+            close_folder(self._folder)
+            raise
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder of queries and entries."""
+        return self._embedder
+
+    @property
+    def offset(self) -> int:
+        """The journal offset (bytes) the index has applied."""
+        return self._off
+
+    def _read_cursor(self) -> dict[str, Any] | None:
+        try:
+            d = json.loads((self._folder / CURSOR_NAME).read_bytes())
+        except (OSError, ValueError):
+            return None
+        return d if isinstance(d, dict) else None
+
+    def _save_cursor(self) -> None:
+        data = {"off": self._off, "head": self._head, "embedder": self._fingerprint}
+        write_atomic(self._folder / CURSOR_NAME, (json.dumps(data) + "\n").encode(), sync=False)
+
+    def _drop_all(self) -> None:
+        for scope in self._index.scopes():
+            self._index.drop(scope)
+        self._off = 0
+
+    def catch_up(self) -> int:
+        """Apply the journal records after the cursor; return how many were read.
+
+        A journal that is not the one the cursor was made for (another first line, or shorter
+        than the offset) is applied from its start, after every collection is dropped.
+        Embedding and Chroma errors propagate (the cursor then stays where it was, so the next
+        call retries).
+        """
+        with self._lock:
+            journal = self._root / JOURNAL_NAME
+            try:
+                size = journal.stat().st_size
+            except FileNotFoundError:
+                size = 0
+            if size == self._off and self._off > 0:
+                return 0
+            head = journal_head(journal)
+            if self._off > size or (self._off > 0 and head != self._head):
+                self._drop_all()
+            last: dict[tuple[str, str], Change] = {}
+            end = self._off
+            read = 0
+            for _, stop, item in scan_journal(journal, self._off):
+                end = stop
+                if isinstance(item, Change):
+                    last[(item.entry.scope, item.entry.name)] = item
+                    read += 1
+            if end == self._off and head == self._head:
+                return 0
+            self._apply(last)
+            self._off, self._head = end, head
+            self._save_cursor()
+            return read
+
+    def _apply(self, last: dict[tuple[str, str], Change]) -> None:
+        gone: dict[str, builtins.list[str]] = {}
+        live: builtins.list[Entry] = []
+        for (scope, name), c in sorted(last.items()):
+            if c.entry.deleted:
+                gone.setdefault(scope, []).append(name)
+            else:
+                live.append(c.entry)
+        for scope, names in gone.items():
+            self._index.delete(scope, names)
+        for i in range(0, len(live), EMBED_BATCH):
+            chunk = live[i : i + EMBED_BATCH]
+            texts = [embedding_text(e) for e in chunk]
+            vectors = np.asarray(self._embedder.embed(texts), dtype=np.float32)
+            rows: dict[str, builtins.list[IndexRow]] = {}
+            for e, vec in zip(chunk, vectors, strict=True):
+                rows.setdefault(e.scope, []).append(IndexRow(e.name, e.hash, text_hash(e), vec))
+            for scope, scope_rows in rows.items():
+                self._index.upsert(scope, scope_rows)
+
+    def search_vector(
+        self, vector: npt.ArrayLike, *, limit: int, scopes: Sequence[str]
+    ) -> builtins.list[tuple[str, str, float]]:
+        """The at most ``limit`` entries of ``scopes`` nearest the ``(dim,)`` ``vector``, as
+        ``(scope, name, cosine similarity)``, nearest first; ties by the scope's position in
+        ``scopes``, then name. Catches up with the journal first.
+
+        Raises:
+            ValueError: ``vector`` is not ``(dim,)`` (or ``(1, dim)``) for the embedder.
+            InvalidEntryError: a scope that is not kebab-case.
+        """
+        query = np.asarray(vector, dtype=np.float32)
+        if query.ndim == 2 and query.shape[0] == 1:
+            query = query[0]
+        if query.shape != (self._embedder.dim,):
+            raise ValueError(
+                f"vector has shape {query.shape}; the embedder {self._embedder.name} makes "
+                f"({self._embedder.dim},) vectors"
+            )
+        order = {check_scope(s): i for i, s in reversed(list(enumerate(scopes)))}
+        if limit < 1:
+            return []
+        self.catch_up()
+        hits: builtins.list[tuple[float, int, str, str]] = []
+        with self._lock:
+            for scope, position in order.items():
+                n_held = self._index.count(scope)
+                if n_held == 0:
+                    continue
+                for n in self._index.query(scope, query, min(limit, n_held)):
+                    hits.append((1.0 - n.distance, position, scope, n.name))
+        hits.sort(key=lambda h: (-h[0], h[1], h[3].encode()))
+        return [(scope, name, score) for score, _, scope, name in hits[:limit]]
+
+    def close(self) -> None:
+        """Release ``.vectors`` (the last handle of the process closes the client); idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        close_folder(self._folder)
