@@ -2,8 +2,10 @@
 
 The store composes five parts, one module each:
 
-* the journal, a :class:`~agentmemory.SqliteStore` in ``dir/journal.sqlite3``: every read of the
-  store protocol, every write, and the index's own state (``store_state``);
+* the journal, a :class:`~agentmemory.SqliteStore` in ``dir/journal.sqlite3`` (or any
+  :class:`~agentmemory.journal_store.JournalStore` given as ``journal=``, such as a
+  ``PostgresStore`` several hosts share; docs/storage.md#postgresql): every read of the store
+  protocol, every write, and the index's own state (``store_state``);
 * the vectors, a :class:`~agentmemory.chroma_index.ChromaIndex`: one collection per scope, one
   vector per live entry (docs/storage.md#the-chroma-index);
 * :class:`~agentmemory.index_sync.IndexSync`: makes the index hold the journal's live state of
@@ -57,6 +59,7 @@ from .errors import (
 from .folder_lock import DEFAULT_LOCK_TIMEOUT_S
 from .index_cursor import IndexCursor
 from .index_sync import IndexReport, IndexSync, embedding_text, text_hash
+from .journal_store import JournalStore
 from .mem_store import utc_now
 from .rules import DEFAULT_MAX_ENTRY_BYTES, check_scope
 from .sqlite_store import DEFAULT_BUSY_TIMEOUT_S, SqliteStore
@@ -114,6 +117,12 @@ class ChromaStoreOptions(TypedDict, total=False):
         clock: the time stamped on writes (for tests; default the UTC wall clock).
         fusion: the parameters of :meth:`ChromaStore.recall`'s hybrid (``recallers.Fusion``;
             reciprocal rank fusion with k = 60 by default).
+        journal: the journal to index, instead of ``path/journal.sqlite3``: any
+            :class:`~agentmemory.journal_store.JournalStore`, such as a ``PostgresStore`` that
+            several hosts share (docs/storage.md#postgresql). Needs ``client`` (a Chroma
+            server); nothing is created at ``path``, which may then be ``None``. The store
+            takes it over (``close`` closes it); ``max_entry_bytes``, ``busy_timeout_s`` and
+            ``clock`` are the journal's own.
     """
 
     embedder: Required[Embedder]
@@ -125,6 +134,7 @@ class ChromaStoreOptions(TypedDict, total=False):
     busy_timeout_s: float
     clock: Callable[[], datetime]
     fusion: Fusion
+    journal: JournalStore
 
 
 _OPTION_NAMES = ChromaStoreOptions.__required_keys__ | ChromaStoreOptions.__optional_keys__
@@ -145,7 +155,9 @@ class ChromaStore:
     :class:`~agentmemory.chroma_index.ChromaIndex` here (a test's, to count Chroma calls or to
     fail them between the journal commit and the index update); each handle makes its own."""
 
-    def __init__(self, path: str | os.PathLike[str], **options: Unpack[ChromaStoreOptions]) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str] | None, **options: Unpack[ChromaStoreOptions]
+    ) -> None:
         unknown = sorted(set(options) - _OPTION_NAMES)
         if unknown:
             raise TypeError(
@@ -160,7 +172,16 @@ class ChromaStore:
             )
         client = options.get("client")
         prefix = options.get("collection_prefix", DEFAULT_COLLECTION_PREFIX)
-        self._dir = Path(path)
+        journal = options.get("journal")
+        if journal is not None and client is None:
+            raise ValueError(
+                f"ChromaStore over the journal {journal.where} needs client= (a Chroma server "
+                "client, chromadb.HttpClient): an embedded index is one process's folder"
+            )
+        if journal is None and path is None:
+            raise TypeError("ChromaStore needs a folder path, or journal= and client=")
+        self._dir = Path(path) if path is not None else None
+        self._where = str(path) if path is not None else journal.where if journal else ""
         self._embedder = embedder
         self._embedded = client is None
         self._pid = os.getpid()
@@ -173,21 +194,24 @@ class ChromaStore:
         self._state_keys = {
             k: f"{_STATE_NS}:{kind}:{prefix}:{k}" for k in ("cursor", "embedder", "lost")
         }
-        self._dir.mkdir(parents=True, exist_ok=True)
+        if journal is None:
+            assert self._dir is not None
+            self._dir.mkdir(parents=True, exist_ok=True)
         if self._embedded:
+            assert self._dir is not None
             client = open_folder(self._dir, options.get("lock_timeout_s", DEFAULT_LOCK_TIMEOUT_S))
             self._opened_folder = True
         try:
             self._index = index = self.index_type(client, prefix)
-            self._journal = SqliteStore(
-                self._dir / JOURNAL_FILE,
+            self._journal: JournalStore = journal or SqliteStore(
+                self._folder() / JOURNAL_FILE,
                 max_entry_bytes=options.get("max_entry_bytes", DEFAULT_MAX_ENTRY_BYTES),
                 busy_timeout_s=options.get("busy_timeout_s", DEFAULT_BUSY_TIMEOUT_S),
                 clock=options.get("clock", utc_now),
             )
         except BaseException:
             if self._opened_folder:
-                close_folder(self._dir)
+                close_folder(self._folder())
             raise
         try:
             self._batch = max(1, min(SYNC_CHUNK, index.max_batch_size()))
@@ -197,7 +221,9 @@ class ChromaStore:
             raise
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str], **options: Unpack[ChromaStoreOptions]) -> Self:
+    def open(
+        cls, path: str | os.PathLike[str] | None, **options: Unpack[ChromaStoreOptions]
+    ) -> Self:
         """Open (or create) the store in folder ``path`` and bring its index up to date.
 
         ``path`` is the store's folder (created when missing): ``journal.sqlite3`` and, when
@@ -225,7 +251,8 @@ class ChromaStore:
     # -- opening -----------------------------------------------------------------------------
 
     def _index_key(self) -> IndexKey:
-        return (str(self._dir.resolve()), self._index.prefix, id(self._index.client), self._pid)
+        place = str(self._dir.resolve()) if self._dir is not None else self._where
+        return (place, self._index.prefix, id(self._index.client), self._pid)
 
     def _attach(self, reindex: bool) -> None:
         """Join (or set up) this process's shared index state, then check and replay."""
@@ -233,12 +260,12 @@ class ChromaStore:
 
         def check(shared: SharedIndex) -> None:
             if not same_vectors(shared.fingerprint, given):
-                raise EmbedderMismatchError(str(self._dir), shared.fingerprint, given)
+                raise EmbedderMismatchError(self._where, shared.fingerprint, given)
 
         def create() -> SharedIndex:
             stored = self._journal.get_state(self._state_keys["embedder"])
             if stored is not None and not reindex and not same_vectors(stored, given):
-                raise EmbedderMismatchError(str(self._dir), stored, given)
+                raise EmbedderMismatchError(self._where, stored, given)
             cursor = IndexCursor.load(self._journal, self._state_keys["cursor"])
             if stored is None:
                 self._journal.set_state(self._state_keys["embedder"], given)
@@ -253,7 +280,7 @@ class ChromaStore:
             self._embedder,
             batch=self._batch,
             lock=self._shared.write_lock,
-            where=str(self._dir),
+            where=self._where,
         )
         if reindex:
             self.reindex()
@@ -274,12 +301,12 @@ class ChromaStore:
                 self._journal.set_state(lost_key, lost)
         if lost:
             where = (
-                f"its Chroma folder {self._dir / CHROMA_FOLDER}"
+                f"its Chroma folder {self._folder() / CHROMA_FOLDER}"
                 if self._embedded
                 else "its collections on the Chroma server"
             )
             warnings.warn(
-                f"agentmemory: store {self._dir}: the vector index has lost scopes {lost} "
+                f"agentmemory: store {self._where}: the vector index has lost scopes {lost} "
                 f"({self._journal.live_count()} live entries in the journal; was {where} "
                 "deleted?); vector search misses them until you call reindex() or repair() "
                 "(both embed what is missing), or open the store with reindex=True",
@@ -299,7 +326,25 @@ class ChromaStore:
 
     @property
     def path(self) -> Path:
-        """The store's folder."""
+        """The store's folder.
+
+        Raises:
+            AgentMemoryError: the store indexes a ``journal=`` given to it and has no folder
+                (see :attr:`where`).
+        """
+        return self._folder()
+
+    @property
+    def where(self) -> str:
+        """The store's folder, or its journal's database (``journal=``), for messages."""
+        return self._where
+
+    def _folder(self) -> Path:
+        if self._dir is None:
+            raise AgentMemoryError(
+                f"agentmemory: store {self._where} has no folder: it indexes the journal it was "
+                "given (journal=) on a Chroma server"
+            )
         return self._dir
 
     @property
@@ -318,8 +363,9 @@ class ChromaStore:
         return self._index.client
 
     @property
-    def journal_store(self) -> SqliteStore:
-        """The :class:`~agentmemory.SqliteStore` journal under this store (the source of truth).
+    def journal_store(self) -> JournalStore:
+        """The journal under this store (the source of truth): a
+        :class:`~agentmemory.SqliteStore`, or the ``journal=`` it was opened with.
         Writes made through it directly bypass the index until the store catches up."""
         return self._journal
 
@@ -462,14 +508,14 @@ class ChromaStore:
             self._sync.sync(builtins.list(known), check_index=False, known=known)
         except Exception as err:
             cursor.mark_failed(c.seq for c in changes)
-            raise IndexWriteError(str(self._dir), changes, err) from err
+            raise IndexWriteError(self._where, changes, err) from err
         self._mark_applied(c.seq for c in changes)
         try:
             self._catch_up()
         except Exception as err:  # the caller's own write succeeded; say so, and go on
             logger.warning(
                 "agentmemory: store %s: index catch-up failed (%s: %s); retried later",
-                self._dir,
+                self._where,
                 type(err).__name__,
                 err,
             )
@@ -494,7 +540,7 @@ class ChromaStore:
             logger.warning(
                 "agentmemory: store %s: could not record the index cursor %d (%s: %s); "
                 "the next open replays from the last one recorded",
-                self._dir,
+                self._where,
                 cursor.position,
                 type(err).__name__,
                 err,
@@ -529,7 +575,7 @@ class ChromaStore:
             logger.warning(
                 "agentmemory: store %s: could not catch the vector index up on %d journal "
                 "records after seq %d (%s: %s); it is retried at the next write and open",
-                self._dir,
+                self._where,
                 len(records),
                 plan.start,
                 type(err).__name__,
@@ -681,7 +727,7 @@ class ChromaStore:
         shared = self._shared
         if shared is None:
             raise AgentMemoryError(
-                f"agentmemory: store {self._dir} is closed; open a new ChromaStore to use it"
+                f"agentmemory: store {self._where} is closed; open a new ChromaStore to use it"
             )
         return shared
 
@@ -691,11 +737,11 @@ class ChromaStore:
     def _check_open(self) -> None:
         if self._closed:
             raise AgentMemoryError(
-                f"agentmemory: store {self._dir} is closed; open a new ChromaStore to use it"
+                f"agentmemory: store {self._where} is closed; open a new ChromaStore to use it"
             )
         if self._embedded and os.getpid() != self._pid:
             raise AgentMemoryError(
-                f"agentmemory: store {self._dir} was opened by process {self._pid}, and this "
+                f"agentmemory: store {self._where} was opened by process {self._pid}, and this "
                 f"process ({os.getpid()}) was forked from it; an embedded Chroma folder is not "
                 "safe across processes: open the store here after the parent closes it, or use "
                 "a Chroma server (client=chromadb.HttpClient(...))"
@@ -722,7 +768,7 @@ class ChromaStore:
         finally:
             if self._opened_folder:
                 self._opened_folder = False
-                close_folder(self._dir)
+                close_folder(self._folder())
 
     def __enter__(self) -> Self:
         return self
@@ -733,6 +779,6 @@ class ChromaStore:
     def __repr__(self) -> str:
         where = "embedded" if self._embedded else "client"
         return (
-            f"ChromaStore({str(self._dir)!r}, embedder={self._embedder.name!r}, "
+            f"ChromaStore({self._where!r}, embedder={self._embedder.name!r}, "
             f"prefix={self._index.prefix!r}, {where})"
         )

@@ -17,7 +17,6 @@ import threading
 import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Protocol
 
 from .errors import AgentMemoryError, StoreFormatError
@@ -26,11 +25,12 @@ __all__ = ["CatchUp", "IndexCursor", "StateStore"]
 
 
 class StateStore(Protocol):
-    """Where the cursor is persisted: :class:`~agentmemory.SqliteStore` is one."""
+    """Where the cursor is persisted: :class:`~agentmemory.SqliteStore` and
+    ``agentmemory.postgres_store.PostgresStore`` are."""
 
     @property
-    def path(self) -> Path:
-        """The file, named in errors."""
+    def where(self) -> str:
+        """The file or database, named in errors."""
         ...
 
     def get_state(self, key: str) -> str | None:
@@ -93,7 +93,7 @@ class IndexCursor:
             value = -1
         if value < 0:
             raise StoreFormatError(
-                str(state.path),
+                state.where,
                 f"store_state {key} is {raw!r}, not a seq; delete that row to replay the whole "
                 "journal into the index",
             )

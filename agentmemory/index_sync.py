@@ -27,7 +27,7 @@ from embedders import Embedder
 from .chroma_index import ChromaIndex, IndexRow
 from .entries import Entry, content_hash
 from .errors import IndexOutOfStepError
-from .sqlite_store import SqliteStore
+from .journal_store import JournalStore
 
 __all__ = ["SYNC_ROUNDS", "IndexReport", "IndexSync", "embedding_text", "text_hash"]
 
@@ -117,7 +117,7 @@ class IndexSync:
 
     def __init__(
         self,
-        journal: SqliteStore,
+        journal: JournalStore,
         index: ChromaIndex,
         embedder: Embedder,
         *,

@@ -257,6 +257,7 @@ class PostgresStore:
         self._wlock = threading.RLock()
         self._rlock = threading.Lock()
         self._closed = False
+        self._staged: dict[str, str] = {}  # deferred set_state values, under _wlock
         self._writer: Conn | None = None
         self._reader: Conn | None = None
         try:
@@ -446,15 +447,21 @@ class PostgresStore:
         with self._wlock:
             conn = self._conn("writer")
             try:
+                staged = dict(self._staged)
                 with conn.pipeline():
                     conn.execute("BEGIN")
                     try:
                         yield conn
+                        for key, value in staged.items():
+                            self._put_state(conn, key, value)
                     except BaseException:
                         with suppress(psycopg.Error):
                             conn.execute("ROLLBACK")
                         raise
                     conn.execute("COMMIT")
+                for key, value in staged.items():
+                    if self._staged.get(key) == value:
+                        del self._staged[key]
             except pg_errors.LockNotAvailable as err:
                 self._end_failed(conn)
                 raise self._locked(err) from None
@@ -867,37 +874,62 @@ class PostgresStore:
     # -- derived state ------------------------------------------------------------------------
 
     def get_state(self, key: str) -> str | None:
-        """The value stored under ``key`` in ``store_state``, or ``None`` when there is none."""
+        """The value stored under ``key`` in ``store_state`` (or deferred by this handle and not
+        yet written), or ``None`` when there is none."""
+        with self._wlock:
+            if key in self._staged:
+                return self._staged[key]
         with self._read() as conn:
             row = conn.execute("SELECT value FROM store_state WHERE key = %s", (key,)).fetchone()
         return None if row is None else str(row[0])
 
-    def set_state(self, key: str, value: str) -> None:
-        """Store ``value`` under ``key`` in ``store_state`` (one statement, committed at once);
-        writes no journal record.
+    def set_state(self, key: str, value: str, *, deferred: bool = False) -> None:
+        """Store ``value`` under ``key`` in ``store_state``; writes no journal record.
+
+        Written at once (one statement, committed), or with ``deferred`` inside this handle's
+        next write transaction (or by :meth:`close`), as :meth:`agentmemory.SqliteStore.set_state`
+        does: for values that may lag behind, such as an index cursor. :meth:`get_state` of this
+        handle sees a deferred value at once.
 
         Raises:
             TypeError: ``key`` or ``value`` is not a ``str``.
             StoreUnavailableError: the connection dropped; nothing was written.
+            AgentMemoryError: the store is closed.
         """
         if not isinstance(key, str) or not isinstance(value, str):
             raise TypeError(
                 f"store state key and value must be str, got {type(key).__name__} "
                 f"and {type(value).__name__}"
             )
+        if deferred:
+            with self._wlock:
+                self._conn_check_open()
+                self._staged[key] = value
+            return
         with self._wlock:
             conn = self._conn("writer")
             try:
-                conn.execute(
-                    "INSERT INTO store_state (key, value) VALUES (%s, %s)"
-                    " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                    (key, value),
-                )
+                self._put_state(conn, key, value)
             except psycopg.OperationalError as err:
                 raise self._unavailable(
                     f"the connection dropped while state {key!r} was set "
                     f"({str(err).strip()}); nothing was written; retry it"
                 ) from None
+            self._staged.pop(key, None)
+
+    @staticmethod
+    def _put_state(conn: Conn, key: str, value: str) -> None:
+        conn.execute(
+            "INSERT INTO store_state (key, value) VALUES (%s, %s)"
+            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+
+    def _conn_check_open(self) -> None:
+        if self._closed:
+            raise AgentMemoryError(
+                f"agentmemory: store {self._where} is closed; open a new PostgresStore to use it"
+            )
 
     # -- recall -------------------------------------------------------------------------------
 
@@ -972,9 +1004,16 @@ class PostgresStore:
     # -- lifetime -----------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the connections; idempotent. Later calls raise
-        :class:`~agentmemory.AgentMemoryError`."""
+        """Write the state deferred by :meth:`set_state` and close the connections; idempotent.
+        Later calls raise :class:`~agentmemory.AgentMemoryError`."""
         with self._wlock, self._rlock:
+            if self._staged and not self._closed:
+                # Deferred state may lag by design: a server gone must not fail close.
+                with suppress(psycopg.Error, AgentMemoryError):
+                    writer = self._conn("writer")
+                    for key, value in self._staged.items():
+                        self._put_state(writer, key, value)
+                self._staged.clear()
             self._closed = True
             for conn in (self._reader, self._writer):
                 if conn is not None:

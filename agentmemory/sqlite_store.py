@@ -255,6 +255,12 @@ class SqliteStore:
         return self._path
 
     @property
+    def where(self) -> str:
+        """The database file as text, for messages (as ``PostgresStore.where`` names its
+        database)."""
+        return str(self._path)
+
+    @property
     def max_entry_bytes(self) -> int:
         """The content bound in UTF-8 bytes."""
         return self._limit

@@ -7,7 +7,14 @@ Modes:
     Opens the store, prints ``ready``, waits for a line on stdin (so every writer starts at once),
     then makes ``2 * ITERATIONS`` writes under session ``proc-W``: per iteration one
     unconditional put of ``user/wW-nI`` and one append `` wW-I`` to ``user/shared`` (read, put
-    with ``if_hash``, retry on conflict). Prints ``done CONFLICTS`` and exits 0.
+    with ``if_hash``, retry on conflict). Prints ``done CONFLICTS DEFERRED`` and exits 0;
+    DEFERRED counts writes a ChromaStore committed but could not index at once
+    (``IndexWriteError``: another process kept changing the entry), left to the catch-up.
+
+``chroma DSN PORT PREFIX W ITERATIONS``
+    As ``writer``, through a ``ChromaStore`` over the ``PostgresStore`` of DSN on the Chroma
+    server at 127.0.0.1:PORT (collection prefix PREFIX), with its own hashing embedder: a host
+    sharing nothing with the others but the DSN and the server's address.
 
 ``hold DSN``
     Starts ``put_many`` of 50 entries ``user/held-I`` and, inside the transaction, after every
@@ -22,22 +29,47 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from agentmemory import ConflictError, Entry
+from agentmemory import ConflictError, Entry, IndexWriteError
 from agentmemory.entries import Change
 from agentmemory.postgres_store import PostgresStore
 
 MAX_APPEND_ATTEMPTS = 2000
 HOLD_MAX_S = 60.0
 HELD_ENTRIES = 50
+DIM = 32
 
 
-def writer(dsn: str, w: int, iterations: int) -> None:
-    conflicts = 0
-    with PostgresStore(dsn, lock_timeout_s=60.0) as st:
+def open_store(dsn: str, port: int | None, prefix: str) -> Any:
+    if port is None:
+        return PostgresStore(dsn, lock_timeout_s=60.0)
+    import chromadb
+    from chromadb.config import Settings
+
+    from agentmemory import ChromaStore
+    from embedders import HashingEmbedder
+
+    client = chromadb.HttpClient(
+        host="127.0.0.1", port=port, settings=Settings(anonymized_telemetry=False)
+    )
+    return ChromaStore(
+        None,
+        journal=PostgresStore(dsn, lock_timeout_s=60.0),
+        client=client,
+        collection_prefix=prefix,
+        embedder=HashingEmbedder(DIM),
+    )
+
+
+def writer(dsn: str, w: int, iterations: int, port: int | None = None, prefix: str = "") -> None:
+    conflicts = deferred = 0
+    with open_store(dsn, port, prefix) as st:
         print("ready", flush=True)
         sys.stdin.readline()
         for i in range(iterations):
-            st.put(Entry("user", f"w{w}-n{i}", f"process {w} entry {i}"), session=f"proc-{w}")
+            try:
+                st.put(Entry("user", f"w{w}-n{i}", f"process {w} entry {i}"), session=f"proc-{w}")
+            except IndexWriteError:  # in the journal; the index catches up later
+                deferred += 1
             for _ in range(MAX_APPEND_ATTEMPTS):
                 cur = st.get("user", "shared")
                 try:
@@ -49,9 +81,12 @@ def writer(dsn: str, w: int, iterations: int) -> None:
                     break
                 except ConflictError:
                     conflicts += 1
+                except IndexWriteError:  # the append is in the journal, the index lags
+                    deferred += 1
+                    break
             else:
                 raise SystemExit(f"process {w} gave up on shared after {MAX_APPEND_ATTEMPTS} tries")
-    print(f"done {conflicts}", flush=True)
+    print(f"done {conflicts} {deferred}", flush=True)
 
 
 class HoldingStore(PostgresStore):
@@ -74,6 +109,8 @@ def main(argv: list[str]) -> None:
     mode, dsn = argv[1], argv[2]
     if mode == "writer":
         writer(dsn, int(argv[3]), int(argv[4]))
+    elif mode == "chroma":
+        writer(dsn, int(argv[5]), int(argv[6]), port=int(argv[3]), prefix=argv[4])
     elif mode == "hold":
         hold(dsn)
     else:

@@ -32,6 +32,7 @@ OURS_ON_IMPORT = {
     "agentmemory.index_sync",
     "agentmemory.journal",
     "agentmemory.journal_file",
+    "agentmemory.journal_store",
     "agentmemory.lock_file",
     "agentmemory.manifest",
     "agentmemory.mem_store",

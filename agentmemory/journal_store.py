@@ -1,0 +1,74 @@
+"""JournalStore: what a derived index (``ChromaStore``'s vectors) needs of the journal under it.
+
+A journal is a :class:`~agentmemory.Store` that also keeps small derived state beside its records
+(``get_state``/``set_state``, where an index keeps its cursor and its embedder's fingerprint),
+reads its live entries in bulk (``live_many``, ``iter_live``, ``scopes``, ``live_count``,
+``scopes_written_by``) and ranks them by BM25 (``search_text``). :class:`~agentmemory.SqliteStore`
+(a local file) and ``agentmemory.postgres_store.PostgresStore`` (a PostgreSQL database shared by
+hosts) are journals; ``ChromaStore(journal=...)`` indexes either
+(docs/storage.md#the-vector-index-over-postgresql).
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Protocol, runtime_checkable
+
+from .entries import Change, Entry
+from .store import Store
+
+__all__ = ["JournalStore"]
+
+
+@runtime_checkable
+class JournalStore(Store, Protocol):
+    """A :class:`~agentmemory.Store` that a derived index can follow (see the module docstring).
+    Every method is :class:`~agentmemory.SqliteStore`'s, with the same meaning."""
+
+    @property
+    def where(self) -> str:
+        """The file or database, for messages (never a password)."""
+        ...
+
+    def put_many(self, entries: Iterable[Entry], *, session: str | None = None) -> list[Change]:
+        """Put every entry in one transaction; all or nothing."""
+        ...
+
+    def last_seq(self) -> int:
+        """The highest ``seq`` in the journal; 0 when it is empty."""
+        ...
+
+    def get_state(self, key: str) -> str | None:
+        """The derived-state value under ``key``, or ``None``."""
+        ...
+
+    def set_state(self, key: str, value: str, *, deferred: bool = False) -> None:
+        """Store ``value`` under ``key`` (``deferred``: with this handle's next write)."""
+        ...
+
+    def scopes(self) -> builtins.list[str]:
+        """The scopes holding a live entry, sorted."""
+        ...
+
+    def live_many(self, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], Entry]:
+        """The live entries among ``keys``, by key."""
+        ...
+
+    def live_count(self) -> int:
+        """The number of live entries."""
+        ...
+
+    def iter_live(self, batch: int = ...) -> Iterator[builtins.list[Entry]]:
+        """Every live entry, by scope then name, in lists of at most ``batch``."""
+        ...
+
+    def scopes_written_by(self, seq: int, scopes: Iterable[str]) -> builtins.list[str]:
+        """Those of ``scopes`` with a live entry whose latest record is at or before ``seq``."""
+        ...
+
+    def search_text(
+        self, query: str, *, scopes: Sequence[str], limit: int
+    ) -> builtins.list[tuple[Entry, float]]:
+        """The lexical leg: ``(entry, BM25 score)`` pairs, best first."""
+        ...
