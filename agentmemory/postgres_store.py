@@ -876,9 +876,9 @@ class PostgresStore:
     def get_state(self, key: str) -> str | None:
         """The value stored under ``key`` in ``store_state`` (or deferred by this handle and not
         yet written), or ``None`` when there is none."""
-        with self._wlock:
-            if key in self._staged:
-                return self._staged[key]
+        staged = self._staged.get(key)  # one dict read: no lock, so reads never wait for writers
+        if staged is not None:
+            return staged
         with self._read() as conn:
             row = conn.execute("SELECT value FROM store_state WHERE key = %s", (key,)).fetchone()
         return None if row is None else str(row[0])
