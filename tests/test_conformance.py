@@ -60,9 +60,25 @@ def file_harness(tmp_path: Path, bound: int) -> Harness:
     return Harness(new=new, reopen=reopen)
 
 
+def file_vectors_harness(tmp_path: Path, bound: int) -> Harness:
+    made = itertools.count()
+
+    def new() -> Store:
+        return FileStore(
+            tmp_path / f"folder-{next(made)}", max_entry_bytes=bound, embedder=HashingEmbedder(64)
+        )
+
+    def reopen(st: Store) -> Store:
+        assert isinstance(st, FileStore) and st.embedder is not None
+        return FileStore(st.path, max_entry_bytes=st.max_entry_bytes, embedder=st.embedder)
+
+    return Harness(new=new, reopen=reopen)
+
+
 HARNESSES: dict[str, Callable[[Path, int], Harness]] = {
     "chroma": chroma_harness,
     "file": file_harness,
+    "file-vectors": file_vectors_harness,
     "mem": mem_harness,
     "sqlite": sqlite_harness,
 }

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentmemory import Entry, MemStore, SqliteStore, Store, check_entry, lost_updates
+from agentmemory import Entry, FileStore, MemStore, SqliteStore, Store, check_entry, lost_updates
 from agentmemory.manifest import Manifest
 from agentmemory.render import render
 from agentmemory.tools import (
@@ -29,7 +29,7 @@ from agentmemory.tools import (
 )
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "tools"
-STORE_KINDS = ["mem", "sqlite"]
+STORE_KINDS = ["mem", "sqlite", "file"]
 
 
 def sha(text: str) -> str:
@@ -39,6 +39,8 @@ def sha(text: str) -> str:
 def make_store(kind: str, tmp_path: Path, limit: int = 4096) -> Store:
     if kind == "mem":
         return MemStore(max_entry_bytes=limit)
+    if kind == "file":
+        return FileStore(tmp_path / "folder", max_entry_bytes=limit)
     return SqliteStore(tmp_path / "journal.sqlite3", max_entry_bytes=limit)
 
 
