@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from .chroma_store import ChromaStore
     from .entries import Change, Entry
     from .file_store import FileStore
+    from .postgres_store import PostgresStore
     from .sqlite_store import SqliteStore
 
 __all__ = [
@@ -203,8 +204,51 @@ def _remember_format(ctx: click.Context, param: click.Parameter, value: str | No
     ctx.meta[_FORMAT_META] = value
 
 
+_HOSTED_META = "agentmemory.hosted"
+"""Key in click's ``ctx.meta`` of ``--dsn`` and ``--chroma`` (a store on servers)."""
+
+
+def _remember_hosted(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    ctx.meta.setdefault(_HOSTED_META, {})[param.name or ""] = value
+
+
+def _hosted() -> tuple[str | None, str | None]:
+    """The ``--dsn`` and ``--chroma`` of the current command (``None`` when not given)."""
+    ctx = click.get_current_context(silent=True)
+    found = ctx.meta.get(_HOSTED_META, {}) if ctx is not None else {}
+    return found.get("dsn"), found.get("chroma")
+
+
+def _hosted_options(f: F) -> F:
+    """``--dsn`` and ``--chroma``: the journal in PostgreSQL and the vectors on a Chroma server
+    instead of a folder (kept in ``ctx.meta``; agentmemory.hosted_store)."""
+    f = click.option(
+        "--chroma",
+        "chroma",
+        envvar="AGENTMEMORY_CHROMA",
+        show_envvar=True,
+        default=None,
+        expose_value=False,
+        callback=_remember_hosted,
+        help="HOST:PORT of the Chroma server holding the vectors of a --dsn store.",
+    )(f)
+    return click.option(
+        "--dsn",
+        "dsn",
+        envvar="AGENTMEMORY_DSN",
+        show_envvar=True,
+        default=None,
+        expose_value=False,
+        callback=_remember_hosted,
+        help="Keep the journal in PostgreSQL at this DSN (libpq form, e.g. 'host=db "
+        "dbname=memory user=agent'; put the password in ~/.pgpass) instead of --path.",
+    )(f)
+
+
 def _path_option(f: F) -> F:
-    """``--path`` and ``--format`` (the store folder's kind; kept in ``ctx.meta``)."""
+    """``--path``, ``--format`` (the store folder's kind; kept in ``ctx.meta``), and ``--dsn``
+    and ``--chroma`` (a store on servers)."""
+    f = _hosted_options(f)
     f = click.option(
         "--format",
         "store_format",
@@ -281,10 +325,18 @@ def _embedder(name: str | None) -> Embedder:
 
 
 @contextmanager
-def _open_journal(path: Path | None) -> Iterator[SqliteStore | FileStore]:
-    """:func:`agentmemory.open_journal`, its refusal of a folder without a store as one line."""
+def _open_journal(path: Path | None) -> Iterator[SqliteStore | FileStore | PostgresStore]:
+    """:func:`agentmemory.open_journal`, its refusal of a folder without a store as one line;
+    with ``--dsn``, the PostgreSQL journal."""
     from .store_folder import open_journal
 
+    dsn, _ = _hosted()
+    if dsn:
+        from .hosted_store import open_hosted_journal
+
+        with open_hosted_journal(dsn) as hosted:
+            yield hosted
+        return
     try:
         store = open_journal(path, format=_store_format())
     except NoStoreError as exc:
@@ -302,16 +354,28 @@ def _open_index(
     from .errors import EmbedderMismatchError, EmbedderNameError, IndexOutOfStepWarning
     from .store_folder import open_store
 
+    dsn, chroma = _hosted()
+    if dsn and not chroma:
+        raise CliError(
+            "--dsn keeps the journal in PostgreSQL; the vectors need a Chroma server: give "
+            "--chroma HOST:PORT (or $AGENTMEMORY_CHROMA), or use --mode bm25 to search without"
+        )
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", IndexOutOfStepWarning)
-            store = open_store(
-                path,
-                embedder=embedder_name,
-                create=create,
-                reindex=reindex,
-                format=_store_format(),
-            )
+            store: ChromaStore | FileStore
+            if dsn and chroma:
+                from .hosted_store import open_hosted_store
+
+                store = open_hosted_store(dsn, chroma, embedder=embedder_name, reindex=reindex)
+            else:
+                store = open_store(
+                    path,
+                    embedder=embedder_name,
+                    create=create,
+                    reindex=reindex,
+                    format=_store_format(),
+                )
     except EmbedderNameError as exc:
         raise click.BadParameter(str(exc), param_hint="--embedder") from None
     except NoStoreError as exc:
@@ -1034,7 +1098,7 @@ def reconcile_command(path: Path | None, as_json: bool) -> None:
     with _open_journal(path) as store:
         if not isinstance(store, FileStore):
             raise CliError(
-                f"{store.path} is not a Markdown folder (it has no journal.jsonl); reconcile "
+                f"{store.where} is not a Markdown folder (it has no journal.jsonl); reconcile "
                 "journals the hand edits of a Markdown folder"
             )
         done = store.reconcile()

@@ -167,6 +167,11 @@ def dsn_where(dsn: str) -> str:
     return f"postgresql://{user}{host}{port}{db}"
 
 
+def _one_line(err: BaseException) -> str:
+    """The error's text on one line (libpq's messages span several)."""
+    return " ".join(str(err).split())
+
+
 def _scrub(text: str, dsn: str) -> str:
     """``text`` with the DSN's password (if any) replaced by ``***``."""
     with suppress(psycopg.Error):
@@ -312,7 +317,7 @@ class PostgresStore:
             )
         except psycopg.Error as err:
             raise self._unavailable(
-                f"cannot connect ({str(err).strip()}); check that the server runs, the "
+                f"cannot connect ({_one_line(err)}); check that the server runs, the "
                 "address, the database name and the credentials"
             ) from None
         try:
@@ -345,7 +350,7 @@ class PostgresStore:
             self._where,
             detail=(
                 f"another writer held it for over {self._lock_timeout_s:g} s "
-                f"({str(err).strip()}); retry later, or open the store with a longer "
+                f"({_one_line(err)}); retry later, or open the store with a longer "
                 "lock_timeout_s"
             ),
         )
@@ -424,7 +429,7 @@ class PostgresStore:
             raise self._locked(err) from None
         except psycopg.OperationalError as err:
             raise self._unavailable(
-                f"the connection dropped while the schema was checked ({str(err).strip()}); "
+                f"the connection dropped while the schema was checked ({_one_line(err)}); "
                 "nothing was changed; open the store again"
             ) from None
 
@@ -468,7 +473,7 @@ class PostgresStore:
             except psycopg.OperationalError as err:
                 self._end_failed(conn)
                 raise self._unavailable(
-                    f"the connection dropped during {what} ({str(err).strip()}); "
+                    f"the connection dropped during {what} ({_one_line(err)}); "
                     "PostgreSQL rolled the transaction back, so nothing of it was written; "
                     "retry it"
                 ) from None
@@ -534,7 +539,7 @@ class PostgresStore:
                 yield conn
             except psycopg.OperationalError as err:
                 raise self._unavailable(
-                    f"the connection dropped during a read ({str(err).strip()}); retry it"
+                    f"the connection dropped during a read ({_one_line(err)}); retry it"
                 ) from None
 
     # -- the write path -----------------------------------------------------------------------
@@ -913,7 +918,7 @@ class PostgresStore:
             except psycopg.OperationalError as err:
                 raise self._unavailable(
                     f"the connection dropped while state {key!r} was set "
-                    f"({str(err).strip()}); nothing was written; retry it"
+                    f"({_one_line(err)}); nothing was written; retry it"
                 ) from None
             self._staged.pop(key, None)
 

@@ -1,0 +1,72 @@
+"""The command line on servers: ``--dsn`` / ``$AGENTMEMORY_DSN`` keeps the journal in PostgreSQL
+(tests/pg_cluster.py) and ``--chroma`` / ``$AGENTMEMORY_CHROMA`` the vectors on a Chroma server
+(started as tests/test_chroma_server.py starts it); each command is its own process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_chroma_server import server_port  # noqa: F401 (fixture: one server)
+
+pytestmark = pytest.mark.slow
+
+AGENTMEMORY = str(Path(sys.executable).parent / "agentmemory")
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    full = {**os.environ, "AGENTMEMORY_PATH": "/nonexistent/agentmemory-folder", **(env or {})}
+    return subprocess.run(
+        [AGENTMEMORY, *args], capture_output=True, text=True, env=full, timeout=120, check=False
+    )
+
+
+def test_commands_share_a_postgres_journal_and_a_chroma_server(
+    pg_dsn: str,
+    server_port: int,  # noqa: F811
+) -> None:
+    chroma = f"127.0.0.1:{server_port}"
+    saved = run(
+        "save", "user/editor", "Prefers dark mode in Vim.", "--embedder", "hashing:32",
+        "--dsn", pg_dsn, "--chroma", chroma,
+    )  # fmt: skip
+    assert saved.returncode == 0, saved.stderr
+    hosts = {"AGENTMEMORY_DSN": pg_dsn, "AGENTMEMORY_CHROMA": chroma}
+    assert run("save", "project/build", "Run make check first.", env=hosts).returncode == 0
+    found = run("search", "dark", "mode", "--json", env=hosts)
+    assert found.returncode == 0, found.stderr
+    result = json.loads(found.stdout)
+    assert result["mode"] == "hybrid" and result["scopes"] == ["project", "user"]
+    assert (result["hits"][0]["scope"], result["hits"][0]["name"]) == ("user", "editor")
+    assert set(result["hits"][0]["legs"]) == {"bm25", "vector"}
+    got = run("get", "user/editor", "--dsn", pg_dsn)  # the journal alone: no Chroma needed
+    assert got.returncode == 0 and "Prefers dark mode in Vim." in got.stdout, got.stderr
+    bm25 = run("search", "vim", "--mode", "bm25", "--dsn", pg_dsn)
+    assert bm25.returncode == 0 and "user/editor" in bm25.stdout, bm25.stderr
+    no_vectors = run("search", "vim", "--dsn", pg_dsn)
+    assert no_vectors.returncode != 0
+    assert no_vectors.stderr.count("\n") == 1 and "--chroma HOST:PORT" in no_vectors.stderr
+    verified = run("verify", "--json", env=hosts)
+    assert verified.returncode == 0, verified.stderr
+    assert json.loads(verified.stdout)["ok"] is True
+    journal = run("journal", "--json", "--dsn", pg_dsn)
+    assert journal.returncode == 0, journal.stderr
+    assert journal.stdout.count('"seq"') == 2
+
+
+def test_a_dsn_that_cannot_connect_is_one_line_without_the_password() -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    dsn = f"host=127.0.0.1 port={port} dbname=memory user=agent password=Hunter2-secret"
+    out = run("list", "--dsn", dsn)
+    assert out.returncode != 0
+    assert out.stderr.count("\n") == 1, out.stderr
+    assert f"postgresql://agent@127.0.0.1:{port}/memory" in out.stderr
+    assert "Hunter2-secret" not in out.stderr + out.stdout
