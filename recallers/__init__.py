@@ -28,13 +28,23 @@ from .bm25 import (
     bm25_idf,
     document_terms,
 )
-from .errors import EMPTY_QUERY_MESSAGE, EmptyQueryError, Query, check_query
+from .errors import (
+    EMPTY_QUERY_MESSAGE,
+    EmptyQueryError,
+    Query,
+    UnknownChoiceError,
+    UnknownFusionMethodError,
+    check_query,
+)
 from .fts5 import FTS5_TABLES, TOKENIZER_STATE_KEY, Fts5Index, create_tables, match_expression
 from .hits import LEG_BM25, LEG_VECTOR, Hit, LegScore, ranked_hits
 from .hybrid import (
+    DEFAULT_CANDIDATES,
     DEFAULT_DEPTH,
     DEFAULT_FUSION,
     DEFAULT_RRF_K,
+    FUSION_METHODS,
+    THEORETICAL_MINIMUMS,
     Fusion,
     HybridRecaller,
     NoLegAnsweredError,
@@ -53,6 +63,7 @@ from .vector import ExactVectorIndex, VectorRecaller
 
 __all__ = [
     "DEFAULT_B",
+    "DEFAULT_CANDIDATES",
     "DEFAULT_DEPTH",
     "DEFAULT_FUSION",
     "DEFAULT_K1",
@@ -61,9 +72,11 @@ __all__ = [
     "EMPTY_QUERY_MESSAGE",
     "ENGLISH_STOPWORDS",
     "FTS5_TABLES",
+    "FUSION_METHODS",
     "IDF_FLOOR",
     "LEG_BM25",
     "LEG_VECTOR",
+    "THEORETICAL_MINIMUMS",
     "TOKENIZER_STATE_KEY",
     "TOKENIZER_VERSION",
     "BM25Index",
@@ -82,6 +95,8 @@ __all__ = [
     "Query",
     "Recaller",
     "Tokenizer",
+    "UnknownChoiceError",
+    "UnknownFusionMethodError",
     "VectorRecaller",
     "VectorSource",
     "bm25_idf",

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-__all__ = ["EMPTY_QUERY_MESSAGE", "EmptyQueryError", "Query", "check_query"]
+from collections.abc import Sequence
+
+__all__ = [
+    "EMPTY_QUERY_MESSAGE",
+    "EmptyQueryError",
+    "Query",
+    "UnknownChoiceError",
+    "UnknownFusionMethodError",
+    "check_query",
+]
 
 EMPTY_QUERY_MESSAGE = "query is empty; give one or more words"
 """The message of :class:`EmptyQueryError` (``agentmemory.EmptyQueryError`` uses it too)."""
@@ -51,3 +60,27 @@ def check_query(query: object) -> Query:
     if not query.strip():
         raise EmptyQueryError(query)
     return Query(query)
+
+
+class UnknownChoiceError(ValueError):
+    """A named choice (a fusion method, a reranker) that is not one of the known ones.
+
+    Attributes:
+        field: what was chosen (``"fusion method"``, ``"reranker"``).
+        value: the value given.
+        choices: the values accepted, in the order they are documented.
+    """
+
+    def __init__(self, field: str, value: object, choices: Sequence[str]) -> None:
+        self.field = field
+        self.value = value
+        self.choices = tuple(choices)
+        super().__init__(f"{field} {value!r} is not one of: {', '.join(self.choices)}")
+
+
+class UnknownFusionMethodError(UnknownChoiceError):
+    """A ``Fusion.method`` that is not one of ``recallers.FUSION_METHODS``; the message names the
+    value and the choices (docs/recall.md#fusion-methods)."""
+
+    def __init__(self, value: object, choices: Sequence[str]) -> None:
+        super().__init__("fusion method", value, choices)

@@ -42,22 +42,31 @@ class Hit(Generic[D]):
 
     Attributes:
         entry: the document (for a store, the live :class:`agentmemory.Entry`).
-        score: the score the list is ordered by: the fused RRF score of a hybrid recall
-            (unitless, the sum over legs of ``weight / (k + rank)``), else the single leg's raw
-            score (BM25, or cosine).
+        score: the score the list is ordered by, in the units of :attr:`method`: a single leg's
+            raw score (BM25, or cosine), or a hybrid's fused score (docs/recall.md#fusion-methods).
         legs: for each leg that returned the document, its rank and raw score, keyed
             ``"bm25"`` and ``"vector"``; a leg that did not return it is absent. Read-only.
+        method: what made :attr:`score`: ``"bm25"`` or ``"vector"`` (one leg's raw score),
+            a fusion method (``"rrf"``, ``"min-max"``, ``"z-score"``, ``"theoretical-min-max"``),
+            or ``"rerank:<reranker name>"`` (a reranker's score); ``""`` when not said.
     """
 
     entry: D
     score: float
     legs: Mapping[str, LegScore] = field(default_factory=_no_legs)
+    method: str = ""
 
 
 def ranked_hits(leg: str, ranked: Sequence[tuple[D, float]]) -> list[Hit[D]]:
     """Turn one leg's ``(document, raw score)`` pairs, best first, into hits whose ``score`` is
-    the raw score and whose ``legs`` hold ``{leg: LegScore(rank, score)}``, ranks from 1."""
+    the raw score, whose ``method`` is ``leg`` and whose ``legs`` hold
+    ``{leg: LegScore(rank, score)}``, ranks from 1."""
     return [
-        Hit(entry=doc, score=score, legs=MappingProxyType({leg: LegScore(rank, score)}))
+        Hit(
+            entry=doc,
+            score=score,
+            legs=MappingProxyType({leg: LegScore(rank, score)}),
+            method=leg,
+        )
         for rank, (doc, score) in enumerate(ranked, start=1)
     ]

@@ -406,6 +406,129 @@ def test_fusion_parameters_are_checked() -> None:
     assert (f.weight("bm25"), f.weight("vector")) == (1.0, 0.5)
 
 
+def _two_legs() -> dict[str, builtins.list[Hit[Entry]]]:
+    # BM25 returns a, b, c (9, 5, 1); the vector leg returns b, d, a (0.9, 0.5, 0.1).
+    return {
+        "bm25": [_hit("bm25", "u/a", 9.0), _hit("bm25", "u/b", 5.0), _hit("bm25", "u/c", 1.0)],
+        "vector": [
+            _hit("vector", "u/b", 0.9),
+            _hit("vector", "u/d", 0.5),
+            _hit("vector", "u/a", 0.1),
+        ],
+    }
+
+
+def _scored(hits: Sequence[Hit[Entry]]) -> builtins.list[tuple[str, float]]:
+    return [(h.entry.name, h.score) for h in hits]
+
+
+def test_min_max_fusion_is_a_convex_combination_of_scores_scaled_to_each_legs_range() -> None:
+    fusion = Fusion(method="min-max", weights={"bm25": 0.6, "vector": 0.4})
+    fused = fuse(_two_legs(), scopes=["u"], limit=4, fusion=fusion)
+    # bm25 scaled: a 1, b 0.5, c 0; vector scaled: b 1, d 0.5, a 0; c and d miss a leg: 0 there
+    assert _scored(fused) == [
+        ("b", pytest.approx(0.6 * 0.5 + 0.4 * 1)),
+        ("a", pytest.approx(0.6 * 1)),
+        ("d", pytest.approx(0.4 * 0.5)),
+        ("c", pytest.approx(0.0)),
+    ]
+    assert {h.method for h in fused} == {"min-max"}
+    assert dict(fused[0].legs) == {"bm25": LegScore(2, 5.0), "vector": LegScore(1, 0.9)}
+    # weights are shares: 3 and 2 are 0.6 and 0.4
+    same = fuse(
+        _two_legs(),
+        scopes=["u"],
+        limit=4,
+        fusion=Fusion(method="min-max", weights={"bm25": 3, "vector": 2}),
+    )
+    assert _scored(same) == _scored(fused)
+    # RRF on the same legs reads the ranks only, and says so
+    rrf = fuse(_two_legs(), scopes=["u"], limit=4)
+    assert rrf[0].score == pytest.approx(1 / 62 + 1 / 61) and rrf[0].method == "rrf"
+
+
+def test_z_score_fusion_shifts_each_leg_so_no_document_gets_a_negative_contribution() -> None:
+    fusion = Fusion(method="z-score", weights={"bm25": 0.6, "vector": 0.4})
+    legs = _two_legs()
+    # cosines below zero: the z-score of the lowest is negative, its contribution is not
+    legs["vector"] = [
+        _hit("vector", "u/b", 0.4),
+        _hit("vector", "u/d", 0.0),
+        _hit("vector", "u/a", -0.4),
+    ]
+    fused = fuse(legs, scopes=["u"], limit=4, fusion=fusion)
+    bm25_std = (32 / 3) ** 0.5  # population std of 9, 5, 1
+    vec_std = (0.32 / 3) ** 0.5  # of 0.4, 0, -0.4
+    assert _scored(fused) == [
+        ("b", pytest.approx(0.6 * 4 / bm25_std + 0.4 * 0.8 / vec_std)),
+        ("a", pytest.approx(0.6 * 8 / bm25_std)),
+        ("d", pytest.approx(0.4 * 0.4 / vec_std)),
+        ("c", pytest.approx(0.0)),
+    ]
+    assert all(h.score >= 0 for h in fused) and fused[0].method == "z-score"
+
+
+def test_theoretical_min_max_scales_from_the_lowest_score_a_leg_can_give() -> None:
+    fusion = Fusion(method="theoretical-min-max", weights={"bm25": 0.6, "vector": 0.4})
+    fused = fuse(_two_legs(), scopes=["u"], limit=4, fusion=fusion)
+    # bm25 from 0: a 1, b 5/9, c 1/9; cosine from -1: b 1, d 1.5/1.9, a 1.1/1.9
+    # a's weak cosine still counts (min-max gave it 0 there), so a now leads
+    assert _scored(fused) == [
+        ("a", pytest.approx(0.6 + 0.4 * 1.1 / 1.9)),
+        ("b", pytest.approx(0.6 * 5 / 9 + 0.4)),
+        ("d", pytest.approx(0.4 * 1.5 / 1.9)),
+        ("c", pytest.approx(0.6 / 9)),
+    ]
+
+
+def test_a_leg_whose_candidates_all_score_the_same_gives_each_the_full_share() -> None:
+    legs = {"bm25": [_hit("bm25", "u/only", 3.0)], "vector": [_hit("vector", "u/v", 0.2)]}
+    for method in ("min-max", "z-score"):
+        fused = fuse(legs, scopes=["u"], limit=2, fusion=Fusion(method=method))
+        assert _scored(fused) == [("only", pytest.approx(0.5)), ("v", pytest.approx(0.5))]
+
+
+def test_min_score_is_in_the_methods_own_units() -> None:
+    kept = fuse(
+        _two_legs(),
+        scopes=["u"],
+        limit=4,
+        fusion=Fusion(method="min-max", weights={"bm25": 0.6, "vector": 0.4}, min_score=0.5),
+    )
+    assert [h.entry.name for h in kept] == ["b", "a"]  # 0.7 and 0.6; d (0.2) and c (0) dropped
+    rrf = fuse(_two_legs(), scopes=["u"], limit=4, fusion=Fusion(min_score=2 / 62))
+    assert [h.entry.name for h in rrf] == ["b", "a"]  # 1/62 + 1/61 and 1/61 + 1/63 > 2/62
+    for method in ("min-max", "theoretical-min-max"):
+        with pytest.raises(ValueError, match=r"min_score is 1\.5 for method .* must be 0 to 1"):
+            Fusion(method=method, min_score=1.5)
+    with pytest.raises(
+        ValueError, match=r"min_score is -0\.1 for method 'rrf'; it must be 0 or more"
+    ):
+        Fusion(min_score=-0.1)
+    assert Fusion(method="z-score", min_score=2.5).min_score == 2.5
+
+
+def test_an_unknown_fusion_method_names_the_value_and_the_choices() -> None:
+    with pytest.raises(recallers.UnknownFusionMethodError) as caught:
+        Fusion(method="borda")
+    message = str(caught.value)
+    assert "'borda'" in message
+    for choice in ("rrf", "min-max", "z-score", "theoretical-min-max"):
+        assert choice in message
+    assert isinstance(caught.value, ValueError) and caught.value.choices == recallers.FUSION_METHODS
+
+
+def test_candidates_read_each_leg_at_least_that_deep() -> None:
+    f = Fusion(method="min-max", candidates=30, depths={"vector": 5})
+    assert (f.leg_limit("bm25", 5), f.leg_limit("vector", 10), f.leg_limit("bm25", 40)) == (
+        30,
+        50,
+        40,
+    )
+    with pytest.raises(ValueError, match="candidates is -1"):
+        Fusion(candidates=-1)
+
+
 class CountingSource:
     """A real in-memory BM25 index that records the ``limit`` each search asks for."""
 
