@@ -31,13 +31,20 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, ClassVar, Required, Self, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, ClassVar, Required, Self, TypedDict, Unpack
 
 import numpy as np
 import numpy.typing as npt
 
 from embedders import Embedder, same_vectors
-from recallers import DEFAULT_FUSION, BM25Recaller, Fusion, Hit, VectorRecaller
+from recallers import (
+    DEFAULT_FUSION,
+    DEFAULT_RERANK_CANDIDATES,
+    BM25Recaller,
+    Fusion,
+    Hit,
+    VectorRecaller,
+)
 
 from .chroma_index import DEFAULT_COLLECTION_PREFIX, ChromaIndex, check_prefix
 from .chroma_registry import (
@@ -63,7 +70,10 @@ from .journal_store import JournalStore
 from .mem_store import utc_now
 from .rules import DEFAULT_MAX_ENTRY_BYTES, check_scope
 from .sqlite_store import DEFAULT_BUSY_TIMEOUT_S, SqliteStore
-from .store import recall_entries
+from .store import recall_entries, resolve_reranker
+
+if TYPE_CHECKING:
+    from rerankers import Reranker
 
 __all__ = [
     "CHROMA_FOLDER",
@@ -115,8 +125,15 @@ class ChromaStoreOptions(TypedDict, total=False):
         busy_timeout_s: how long a journal write waits for another writer, in seconds
             (default 5).
         clock: the time stamped on writes (for tests; default the UTC wall clock).
-        fusion: the parameters of :meth:`ChromaStore.recall`'s hybrid (``recallers.Fusion``;
-            reciprocal rank fusion with k = 60 by default).
+        fusion: the parameters of :meth:`ChromaStore.recall`'s hybrid (``recallers.Fusion``,
+            docs/recall.md#fusion-methods; default ``recallers.DEFAULT_FUSION``).
+        reranker: reorders the first ``rerank_candidates`` hits of every
+            :meth:`ChromaStore.recall` (``memory_search`` too) unless a recall says
+            ``rerank=False``: a ``rerankers.Reranker`` or its registry name
+            (``"cross-encoder:<folder>"``). ``None`` (the default): no rerank stage
+            (docs/recall.md#reranking).
+        rerank_candidates: how many hits the reranker reads per recall, >= 1 (default 20,
+            ``recallers.DEFAULT_RERANK_CANDIDATES``).
         journal: the journal to index, instead of ``path/journal.sqlite3``: any
             :class:`~agentmemory.journal_store.JournalStore`, such as a ``PostgresStore`` that
             several hosts share (docs/storage.md#postgresql). Needs ``client`` (a Chroma
@@ -135,6 +152,8 @@ class ChromaStoreOptions(TypedDict, total=False):
     clock: Callable[[], datetime]
     fusion: Fusion
     journal: JournalStore
+    reranker: Reranker | str | None
+    rerank_candidates: int
 
 
 _OPTION_NAMES = ChromaStoreOptions.__required_keys__ | ChromaStoreOptions.__optional_keys__
@@ -186,6 +205,12 @@ class ChromaStore:
         self._embedded = client is None
         self._pid = os.getpid()
         self._fusion = options.get("fusion", DEFAULT_FUSION)
+        self._reranker = resolve_reranker(options.get("reranker"))
+        self._rerank_candidates = options.get("rerank_candidates", DEFAULT_RERANK_CANDIDATES)
+        if self._rerank_candidates < 1:
+            raise ValueError(
+                f"rerank_candidates is {self._rerank_candidates}; it must be at least 1"
+            )
         self._closed = False
         self._shared: SharedIndex | None = None
         self._opened_folder = False
@@ -239,7 +264,11 @@ class ChromaStore:
         Raises:
             TypeError: ``embedder`` is missing or not an :class:`embedders.Embedder`, or an
                 option that is not one of :class:`ChromaStoreOptions`.
-            ValueError: a bad ``collection_prefix`` or ``max_entry_bytes``.
+            ValueError: a bad ``collection_prefix`` or ``max_entry_bytes``, or
+                ``rerank_candidates`` under 1.
+            rerankers.UnknownRerankerError: ``reranker`` names no registered reranker (the
+                message names the value and the choices); ``rerankers.RerankerFolderError``:
+                a cross-encoder that is not a local model folder.
             EmbedderMismatchError: the store was indexed with an embedder that gives other
                 vectors (names both); open it with that embedder, or with ``reindex=True``.
             StoreLockedError: another process holds the embedded folder (names it), or the
@@ -402,19 +431,31 @@ class ChromaStore:
         return self._journal.search(scopes, query, limit)
 
     def recall(
-        self, query: str, *, scopes: Sequence[str], limit: int = 5, mode: str = "auto"
+        self,
+        query: str,
+        *,
+        scopes: Sequence[str],
+        limit: int = 5,
+        mode: str = "auto",
+        rerank: bool | Reranker | str | None = None,
     ) -> builtins.list[Hit[Entry]]:
         """At most ``limit`` live entries of ``scopes`` ranked for ``query``, best first.
 
         ``mode``: ``"auto"`` and ``"hybrid"`` fuse the BM25 leg (the journal's FTS5 index) with
-        the vector leg (:meth:`search_vector` of the query embedded by :attr:`embedder`) by
-        reciprocal rank fusion (``fusion``, k = 60; Cormack, Clarke and Buettcher, SIGIR 2009);
-        ``"bm25"`` and ``"vector"`` return one leg, its raw score as ``score``. Each hit reports
-        every leg's rank and raw score.
+        the vector leg (:meth:`search_vector` of the query embedded by :attr:`embedder`) by the
+        store's ``fusion`` (docs/recall.md#fusion-methods); ``"bm25"`` and ``"vector"`` return
+        one leg, its raw score as ``score``. Each hit reports every leg's rank and raw score,
+        and in ``method`` what made its score.
+
+        ``rerank``: ``None`` uses the store's ``reranker`` (none by default: no rerank stage);
+        ``False`` skips it; ``True`` requires it; a ``rerankers.Reranker`` or a registry name
+        uses that one. A reranker reorders the first ``max(limit, rerank_candidates)`` hits
+        (docs/recall.md#reranking).
 
         Raises :class:`~agentmemory.EmptyQueryError`, :class:`~agentmemory.InvalidEntryError`
-        (a scope), ``ValueError`` (``limit`` under 1) and :class:`~agentmemory.RecallModeError`
-        (an unknown mode); see :func:`agentmemory.store.recall_entries`.
+        (a scope), ``ValueError`` (``limit`` under 1), :class:`~agentmemory.RecallModeError`
+        (an unknown mode) and :class:`~agentmemory.RerankError` (``rerank=True`` without a
+        reranker), before searching; see :func:`agentmemory.store.recall_entries`.
         """
         self._check_open()
         return recall_entries(
@@ -426,7 +467,15 @@ class ChromaStore:
             bm25=BM25Recaller(self._journal),
             vector=VectorRecaller(self, self._embedder),
             fusion=self._fusion,
+            rerank=rerank,
+            reranker=self._reranker,
+            rerank_candidates=self._rerank_candidates,
         )
+
+    @property
+    def reranker(self) -> Reranker | None:
+        """The store's reranker (``None``: no rerank stage unless a recall passes one)."""
+        return self._reranker
 
     def journal(self, after: int = 0) -> Iterator[Change]:
         """Yield every journal record with ``seq > after`` in order."""

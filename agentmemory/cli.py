@@ -1233,6 +1233,15 @@ def _eval_data(dataset: str, data: Path | None, download: bool) -> Path:
 )
 @click.option("--rebuild", is_flag=True, help="Build the cached evaluation stores again.")
 @click.option(
+    "--rerank",
+    "rerank_folder",
+    type=click.Path(path_type=Path),
+    default=None,
+    metavar="PATH",
+    help="Also score the hybrid reranked by the cross-encoder in this local model folder "
+    "(method hybrid+rerank; nothing is downloaded).",
+)
+@click.option(
     "--progress/--no-progress",
     default=True,
     show_default=True,
@@ -1247,6 +1256,7 @@ def eval_command(
     json_out: Path | None,
     embedder_name: str | None,
     rebuild: bool,
+    rerank_folder: Path | None,
     progress: bool,
     as_json: bool,
 ) -> None:
@@ -1255,12 +1265,22 @@ def eval_command(
     locomo: one store per conversation, each dialog turn an entry, each question a query scored
     against its evidence turns (Recall@k, Hit@k, MRR, nDCG@10; also per category). scifact:
     each abstract an entry, the 300 test queries scored against their qrels. Evaluation stores
-    are cached, so a second run embeds nothing.
+    are cached, so a second run embeds nothing. Every method is scored on a ranking 10 deep and
+    at memory_search's default limit, 5 (rows <method>@5). --rerank adds the hybrid reordered by
+    a local cross-encoder (docs/recall.md#reranking).
     """
     from .eval import cache_dir, evaluate
 
     if embedder_name is not None:
         _embedder(embedder_name)  # an unknown name is a usage error before any work
+    reranker = None
+    if rerank_folder is not None:
+        import rerankers
+
+        try:
+            reranker = rerankers.CrossEncoderReranker(rerank_folder)
+        except rerankers.RerankerFolderError as exc:
+            raise click.BadParameter(str(exc), param_hint="--rerank") from None
     path = _eval_data(dataset, data, download)
     result = evaluate(
         dataset,
@@ -1269,6 +1289,7 @@ def eval_command(
         embedder=embedder_name,
         rebuild=rebuild,
         progress=progress,
+        reranker=reranker,
     )
     if json_out is None:
         stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -1305,7 +1326,8 @@ def eval_command(
     type=click.IntRange(min=1),
     default=8,
     show_default=True,
-    help="How many of its questions to search for (spread over the conversation).",
+    help="How many of its questions to show in full (spread over the conversation); every "
+    "question is searched and scored.",
 )
 @click.option(
     "--keep",
@@ -1325,10 +1347,11 @@ def demo_command(
 ) -> None:
     """Import one LoCoMo conversation and search it the way an agent does.
 
-    Each dialog turn becomes an entry; for some of the conversation's questions the real
-    memory_search tool is called, and its result (what the model reads) is printed with the
-    Recall@5 of the question's evidence turns. Ends with the overall Recall@5, also of BM25
-    and vector search alone. Offline; about 10 to 20 seconds once installed.
+    Each dialog turn becomes an entry; for every one of the conversation's questions the real
+    memory_search tool is called; for a few its result (what the model reads) is printed with
+    the Recall@5 of the question's evidence turns. Ends with the Recall@5 over all the
+    questions, also of BM25 and vector search alone. Offline; about 20 to 40 seconds once
+    installed.
     """
     from .demo import run_demo
 

@@ -4,11 +4,11 @@ searches it.
 :func:`run_demo` imports every dialog turn of one conversation as an entry of a
 :class:`~agentmemory.ChromaStore` (scope: the conversation's id, name: the turn's, content:
 ``"[date] speaker: text"``, :class:`agentmemory.eval.TurnFormat`), then calls the real
-``memory_search`` tool of :func:`agentmemory.tools` for some of the conversation's questions and
-prints what the model would read, the question's evidence turns and its Recall@5 (the fraction of
-evidence turns among the hits: LoCoMo's retrieval measure, Maharana et al., ACL 2024). It ends
-with the mean Recall@5 of ``memory_search`` (hybrid recall) and, on the same questions, of BM25
-and of vector search alone.
+``memory_search`` tool of :func:`agentmemory.tools` for every one of the conversation's questions,
+prints a few of them in full (what the model would read, the question's evidence turns and its
+Recall@5: the fraction of evidence turns among the hits, LoCoMo's retrieval measure, Maharana et
+al., ACL 2024), and ends with the mean Recall@5 over all the questions of ``memory_search``
+(hybrid recall) and, on the same questions, of BM25 and of vector search alone.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ DEMO_LIMIT = 5
 """Hits ``memory_search`` is asked for per question; Recall@5 is scored on them."""
 
 DEFAULT_DEMO_QUESTIONS = 8
-"""Questions the demo searches for by default."""
+"""Questions the demo shows in full by default (it searches for all of them)."""
 
 _IMPORT_BATCH = 256
 T = TypeVar("T")
@@ -85,9 +85,11 @@ class DemoResult:
         scope: the conversation's scope (``"conv-30"``).
         turns: entries imported (one per dialog turn).
         embedder: the embedder's registry name.
-        questions: the questions searched, in order.
-        recall: mean Recall@5 over ``questions``: ``"memory_search"`` (the tool, hybrid),
-            ``"bm25"`` and ``"vector"`` (``store.recall`` with that mode alone).
+        questions: the questions shown in full, in order.
+        searched: how many questions were searched: all of the conversation's.
+        recall: mean Recall@5 over every question of the conversation: ``"memory_search"``
+            (the tool, hybrid), ``"bm25"`` and ``"vector"`` (``store.recall`` with that mode
+            alone).
         timings: seconds: ``"import_s"`` (writing and embedding), ``"search_s"`` (all the
             ``memory_search`` calls), ``"total_s"``.
     """
@@ -97,6 +99,7 @@ class DemoResult:
     turns: int
     embedder: str
     questions: list[DemoQuestion] = field(default_factory=list)
+    searched: int = 0
     recall: dict[str, float] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
 
@@ -156,8 +159,8 @@ def run_demo(
         data: the LoCoMo JSON file (``locomo10.json`` schema).
         embedder: makes the store's vectors.
         conversation: a sample id (``"conv-30"``) or a number from 1; default the first.
-        questions: how many of its questions to search for, spread over the conversation
-            (:func:`pick_questions`).
+        questions: how many of its questions to show in full, spread over the conversation
+            (:func:`pick_questions`); every question is searched and scored.
         path: the folder of the demo store, kept afterwards; default a temporary folder,
             removed at the end.
         out: where the lines of the walk-through go (``print``, ``click.echo``).
@@ -222,15 +225,27 @@ def run_demo(
             out(f"         e.g. {first.key}: {first.content}")
             out("")
             search = next(t for t in tools(store, [conv.scope]) if t.name == "memory_search")
+            shown = {q.id for q in chosen}
             legs: dict[str, list[float]] = {"bm25": [], "vector": []}
+            tool_recall: list[float] = []
             search_s = 0.0
-            for n, q in enumerate(chosen, start=1):
+            for q in conv.questions:
                 args = {"query": q.question, "limit": DEMO_LIMIT}
                 t1 = time.perf_counter()
                 called = search(args)
                 search_s += time.perf_counter() - t1
                 found = shown_names(called.text, conv.scope)
                 recall = recall_at_k(found, q.relevant, DEMO_LIMIT)
+                tool_recall.append(recall)
+                for mode in legs:
+                    hits = store.recall(
+                        q.question, scopes=[conv.scope], limit=DEMO_LIMIT, mode=mode
+                    )
+                    legs[mode].append(
+                        recall_at_k([h.entry.name for h in hits], q.relevant, DEMO_LIMIT)
+                    )
+                if q.id not in shown:
+                    continue
                 item = DemoQuestion(
                     id=q.id,
                     question=q.question,
@@ -242,17 +257,11 @@ def run_demo(
                     tool_text=called.text,
                 )
                 result.questions.append(item)
-                for mode in legs:
-                    hits = store.recall(
-                        q.question, scopes=[conv.scope], limit=DEMO_LIMIT, mode=mode
-                    )
-                    legs[mode].append(
-                        recall_at_k([h.entry.name for h in hits], q.relevant, DEMO_LIMIT)
-                    )
-                _show_question(out, n, len(chosen), item)
+                _show_question(out, len(result.questions), len(chosen), item)
             result.timings["search_s"] = search_s
+            result.searched = len(conv.questions)
             result.recall = {
-                "memory_search": mean(q.recall for q in result.questions),
+                "memory_search": mean(tool_recall),
                 "bm25": mean(legs["bm25"]),
                 "vector": mean(legs["vector"]),
             }
@@ -289,10 +298,10 @@ def _show_question(out: Callable[[str], object], n: int, total: int, q: DemoQues
 
 
 def _show_summary(out: Callable[[str], object], r: DemoResult, kept: Path | None) -> None:
-    n = len(r.questions)
+    n = r.searched
     out(
-        f"Recall@{DEMO_LIMIT} over these {n} questions (fraction of evidence turns among the "
-        f"{DEMO_LIMIT} hits, averaged):"
+        f"Recall@{DEMO_LIMIT} over all {n} questions of {r.scope} (fraction of evidence turns "
+        f"among the {DEMO_LIMIT} hits, averaged; {len(r.questions)} shown above):"
     )
     out(f"  memory_search (hybrid: BM25 + vector)  {r.recall['memory_search']:.3f}")
     out(f"  BM25 alone                             {r.recall['bm25']:.3f}")

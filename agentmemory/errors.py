@@ -42,6 +42,7 @@ __all__ = [
     "NoStoreError",
     "NotFoundError",
     "RecallModeError",
+    "RerankError",
     "StoreFormatError",
     "StoreLockedError",
     "StoreUnavailableError",
@@ -428,3 +429,17 @@ class ToolConfigError(AgentMemoryError, ValueError):
     """:func:`agentmemory.tools` was given a set of scopes it cannot serve: none, one that is not
     kebab-case, one given twice, one both writable and read-only, or search bounds under 1.
     Raised when the tools are built, never by a tool call."""
+
+
+class RerankError(AgentMemoryError, ValueError):
+    """A ``recall(rerank=...)`` the store cannot serve: ``rerank=True`` on a store opened without
+    a reranker, or a ``rerank`` that is neither a bool, a reranker nor a reranker's name
+    (docs/recall.md#reranking). Nothing was searched.
+
+    Attributes:
+        value: the ``rerank`` given.
+    """
+
+    def __init__(self, value: object, detail: str) -> None:
+        self.value = value
+        super().__init__(f"agentmemory: rerank={value!r}: {detail}")

@@ -10,15 +10,27 @@ from __future__ import annotations
 import builtins
 from collections.abc import Iterator, Sequence
 from datetime import datetime
-from typing import Protocol, Self, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, Self, runtime_checkable
 
 import recallers
-from recallers import DEFAULT_FUSION, Fusion, Hit, HybridRecaller, Recaller, check_query
+from recallers import (
+    DEFAULT_FUSION,
+    DEFAULT_RERANK_CANDIDATES,
+    Fusion,
+    Hit,
+    HybridRecaller,
+    Recaller,
+    RerankedRecaller,
+    check_query,
+)
 
 from .entries import Change, Entry, content_hash
-from .errors import AgentMemoryError, ConflictError, RecallModeError
+from .errors import AgentMemoryError, ConflictError, RecallModeError, RerankError
 from .rules import check_entry, check_scope, check_size, matches
 from .session import current_session
+
+if TYPE_CHECKING:
+    from rerankers import Reranker
 
 __all__ = [
     "RECALL_MODES",
@@ -27,6 +39,7 @@ __all__ = [
     "plan_forget",
     "plan_put",
     "recall_entries",
+    "resolve_reranker",
     "search_entries",
 ]
 
@@ -208,6 +221,47 @@ def search_entries(
     return out
 
 
+def resolve_reranker(value: object) -> Reranker | None:
+    """A store's ``reranker`` option as a reranker: ``None`` stays ``None``; a
+    ``rerankers.Reranker`` is kept; a ``str`` is a registry name (``"cross-encoder:<folder>"``,
+    built by ``rerankers.get``).
+
+    Raises ``rerankers.UnknownRerankerError`` (naming the value and the choices) for an unknown
+    name, ``rerankers.RerankerFolderError`` for a cross-encoder that is not a local model folder,
+    and :class:`~agentmemory.RerankError` for anything else.
+    """
+    if value is None:
+        return None
+    import rerankers
+
+    if isinstance(value, str):
+        return rerankers.get(value)
+    if isinstance(value, rerankers.Reranker):
+        return value
+    raise RerankError(
+        value,
+        "a reranker is a rerankers.Reranker or its registry name, such as "
+        "'cross-encoder:/path/to/model'",
+    )
+
+
+def _chosen_reranker(rerank: object, default: Reranker | None) -> Reranker | None:
+    """The reranker a ``recall(rerank=...)`` uses (see :func:`recall_entries`)."""
+    if rerank is None:
+        return default
+    if rerank is False:
+        return None
+    if rerank is True:
+        if default is None:
+            raise RerankError(
+                rerank,
+                "this store was opened without a reranker; open it with reranker=... "
+                "(a rerankers.Reranker or 'cross-encoder:<folder>'), or pass one as rerank=",
+            )
+        return default
+    return resolve_reranker(rerank)
+
+
 def recall_entries(
     store: object,
     query: str,
@@ -218,6 +272,9 @@ def recall_entries(
     bm25: Recaller[Entry],
     vector: Recaller[Entry] | None = None,
     fusion: Fusion = DEFAULT_FUSION,
+    rerank: object = None,
+    reranker: Reranker | None = None,
+    rerank_candidates: int = DEFAULT_RERANK_CANDIDATES,
 ) -> builtins.list[Hit[Entry]]:
     """The recall rule every store shares: check the arguments, pick the legs, rank.
 
@@ -239,10 +296,17 @@ def recall_entries(
     4. ``mode`` is one of :data:`RECALL_MODES`, and ``"hybrid"``/``"vector"`` only when ``vector``
        is given (:class:`~agentmemory.RecallModeError`, naming the store's class).
 
+    5. ``rerank`` is ``None`` (the store's ``reranker``, off when it has none), ``False`` (off),
+       ``True`` (the store's ``reranker``; :class:`~agentmemory.RerankError` when it has none),
+       a ``rerankers.Reranker`` or a reranker's registry name
+       (``rerankers.UnknownRerankerError`` naming the value and the choices when unknown).
+
     Then ``"auto"`` is ``"hybrid"`` when there is a vector leg, else ``"bm25"``; ``"bm25"`` and
     ``"vector"`` return that leg's hits (``score`` = its raw score), ``"hybrid"`` fuses both with
-    :class:`recallers.HybridRecaller` (RRF, ``fusion``; a failing leg is logged and skipped).
-    Repeated scopes count once; scopes without entries give ``[]``.
+    :class:`recallers.HybridRecaller` (``fusion``, docs/recall.md#fusion-methods; a failing leg
+    is logged and skipped). With a reranker, the first ``max(limit, rerank_candidates)`` of
+    those are reordered by it (:class:`recallers.RerankedRecaller`,
+    docs/recall.md#reranking). Repeated scopes count once; scopes without entries give ``[]``.
     """
     try:
         query = check_query(query)  # once: the legs and the hybrid take the Query as checked
@@ -258,10 +322,16 @@ def recall_entries(
         raise RecallModeError(str(mode), kind, known=RECALL_MODES)
     if mode == "auto":
         mode = "bm25" if vector is None else "hybrid"
-    if mode == "bm25":
-        return bm25.recall(query, scopes=wanted, limit=limit)
-    if vector is None:
+    if mode != "bm25" and vector is None:
         raise RecallModeError(mode, kind, known=RECALL_MODES)
-    if mode == "vector":
-        return vector.recall(query, scopes=wanted, limit=limit)
-    return HybridRecaller([bm25, vector], fusion=fusion).recall(query, scopes=wanted, limit=limit)
+    chosen = _chosen_reranker(rerank, reranker)
+    recaller: Recaller[Entry]
+    if mode == "bm25":
+        recaller = bm25
+    elif mode == "vector" and vector is not None:
+        recaller = vector
+    elif vector is not None:
+        recaller = HybridRecaller([bm25, vector], fusion=fusion)
+    if chosen is not None:
+        recaller = RerankedRecaller(recaller, chosen, candidates=rerank_candidates)
+    return recaller.recall(query, scopes=wanted, limit=limit)

@@ -51,6 +51,7 @@ from .hybrid import (
     fuse,
 )
 from .protocol import Document, Keyed, LexicalSource, Recaller, VectorSource
+from .rerank import DEFAULT_RERANK_CANDIDATES, RerankedRecaller, rerank_text
 from .tokenizer import (
     DEFAULT_TOKENIZER,
     ENGLISH_STOPWORDS,
@@ -67,6 +68,7 @@ __all__ = [
     "DEFAULT_DEPTH",
     "DEFAULT_FUSION",
     "DEFAULT_K1",
+    "DEFAULT_RERANK_CANDIDATES",
     "DEFAULT_RRF_K",
     "DEFAULT_TOKENIZER",
     "EMPTY_QUERY_MESSAGE",
@@ -94,6 +96,7 @@ __all__ = [
     "NoLegAnsweredError",
     "Query",
     "Recaller",
+    "RerankedRecaller",
     "Tokenizer",
     "UnknownChoiceError",
     "UnknownFusionMethodError",
@@ -106,6 +109,7 @@ __all__ = [
     "fuse",
     "match_expression",
     "ranked_hits",
+    "rerank_text",
     "stemmer_languages",
     "tokenize",
 ]

@@ -19,6 +19,7 @@ from conftest import need_shared_data
 
 from agentmemory import ChromaStore, Entry, SqliteStore
 from agentmemory.cli import main
+from agentmemory.eval import evaluate_locomo
 from agentmemory.wire import decode_change
 from embedders import HashingEmbedder
 
@@ -710,10 +711,11 @@ def test_eval_locomo_slice(tmp_path: Path) -> None:
     assert r.exit_code == 0, r.stderr
     lines = r.stdout.splitlines()
     assert lines[0].startswith("locomo: ")
-    assert [line.split()[0] for line in lines[4:7]] == ["bm25", "vector", "hybrid"]
+    rows = ["bm25", "vector", "hybrid", "bm25@5", "vector@5", "hybrid@5"]
+    assert [line.split()[0] for line in lines[4:10]] == rows  # at depth 10 and at limit 5
     assert "by category:" in r.stdout and "time: load" in r.stdout
     saved = json.loads(out.read_text())
-    assert set(saved["summary"]) == {"bm25", "vector", "hybrid"}
+    assert set(saved["summary"]) == set(rows)
     assert len({q["scope"] for q in saved["queries"]}) == 1
 
 
@@ -783,8 +785,25 @@ def test_demo_walks_through_memory_search(tmp_path: Path) -> None:
         got = sum(1 for n in names if n in shown[:5])
         assert f"Recall@5 = {got}/{len(names)} " in evidence
         recalls.append(got / len(names))
+    # The summary is over every question of the conversation, not the three shown: BM25 alone
+    # is what the evaluation runner scores for BM25 at limit 5 on the same conversation.
+    evaluated = evaluate_locomo(
+        data=data,
+        conversations=1,
+        methods=["bm25"],
+        embedder="hashing",
+        store_cache=tmp_path / "eval",
+        progress=False,
+    )
+    assert f"over all {len(evaluated.queries)} questions of conv-30" in out
+    assert len(evaluated.queries) > 3
+    bm25 = next(x for x in out.splitlines() if x.startswith("  BM25 alone"))
+    assert float(bm25.split()[-1]) == pytest.approx(
+        evaluated.summary["bm25@5"]["recall@5"], abs=1e-3
+    )
     overall = next(x for x in out.splitlines() if x.startswith("  memory_search (hybrid"))
-    assert float(overall.split()[-1]) == pytest.approx(sum(recalls) / len(recalls), abs=1e-3)
+    assert 0 < float(overall.split()[-1]) <= 1
+    assert recalls and all(0 <= x <= 1 for x in recalls)
     assert (keep / "journal.sqlite3").is_file()
     listed = run(["list", "--path", str(keep)]).stdout.splitlines()
     assert len(listed) == 369 and listed[0].startswith("conv-30/d1-1 ")

@@ -17,7 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
-PACKAGES = ("agentmemory", "embedders", "recallers")
+PACKAGES = ("agentmemory", "embedders", "recallers", "rerankers")
 """The import packages: nothing in them may point outside the repository."""
 CITING = (*PACKAGES, "tests", "benchmarks", "notebooks")
 """Every folder whose files may cite the docs."""

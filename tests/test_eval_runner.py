@@ -51,7 +51,7 @@ def test_beir_run_scores_hand_checkable_rankings(tmp_path: Path) -> None:
         store_cache=tmp_path / "cache",
         progress=False,
     )
-    assert result.methods == ("bm25",)
+    assert result.methods == ("bm25", "bm25@5")  # also at memory_search's default limit
     assert [q.query_id for q in result.queries] == ["a", "b"]
     a, b = result.queries
     # BM25: only document 10 shares words with "why do cats purr"; only 12 with query b
@@ -86,7 +86,7 @@ def test_locomo_slice_with_the_hashing_embedder(data_dir: Path, tmp_path: Path) 
         store_cache=cache,
         progress=False,
     )
-    assert result.methods == ("bm25", "vector", "hybrid")
+    assert result.methods == ("bm25", "vector", "hybrid", "bm25@5", "vector@5", "hybrid@5")
     assert len(result.queries) == 20
     assert result.depth == 10
     assert [s["scope"] for s in result.stores] == ["conv-30"]
@@ -99,14 +99,17 @@ def test_locomo_slice_with_the_hashing_embedder(data_dir: Path, tmp_path: Path) 
     assert "d1-2" in first.rankings["bm25"][:3]
     for q in result.queries:
         for m in result.methods:
-            assert len(q.rankings[m]) <= 10
+            assert len(q.rankings[m]) <= (5 if m.endswith("@5") else 10)
             assert all(0.0 <= v <= 1.0 for v in q.scores[m].values())
+        # at limit 5 a ranking holds 5 hits, so its Recall@10 is its Recall@5
+        assert q.scores["hybrid@5"]["recall@10"] == q.scores["hybrid@5"]["recall@5"]
     # Per-category groups add up to the slice.
     assert sum(result.group_sizes.values()) == 20
     assert set(result.group_sizes) <= {"single-hop", "multi-hop", "temporal", "open-domain"}
     assert result.summary["bm25"]["recall@10"] > 0.3
     text = str(result)
     assert "by category:" in text and "temporal" in text and "ms/query" in text
+    assert "hybrid@5" in result.table() and "store.recall(limit=5)" in text
 
     # JSON round trip keeps every number and ranking.
     path = result.write_json(tmp_path / "out" / "locomo.json")

@@ -19,7 +19,9 @@ the ``@k`` metrics come from that one ranking. For BM25 and vector search the fi
 deeper ranking are the top ``k``; a hybrid reads each leg ``depth`` deep (``recallers.Fusion``'s
 default depth 1), so its first ``k`` may differ slightly from a recall with ``limit=k``. The
 default depth 10 scores exactly what ``recall(limit=10)`` returns; a deeper ranking (``ks`` past 10)
-changes the hybrid's first 10, so compare hybrid tables at one depth.
+changes the hybrid's first 10, so compare hybrid tables at one depth. Each named method is also
+run at the tool's default answer size (:data:`DEFAULT_LIMITS`: ``"hybrid@5"`` is
+``recall(limit=5)``), so the table shows what ``memory_search`` returns by default too.
 """
 
 from __future__ import annotations
@@ -45,11 +47,14 @@ from .metrics import mean, score_ranking
 
 if TYPE_CHECKING:
     from embedders import Embedder
+    from rerankers import Reranker
 
 __all__ = [
     "BEIR_MAX_SEQ_LENGTH",
     "DEFAULT_KS",
+    "DEFAULT_LIMITS",
     "METHODS",
+    "RERANKED",
     "STORE_CACHE_VERSION",
     "EvalResult",
     "QueryRun",
@@ -62,8 +67,17 @@ __all__ = [
 METHODS = ("bm25", "vector", "hybrid")
 """The recall modes compared by default, in table order."""
 
+RERANKED = "hybrid+rerank"
+"""The method a ``reranker`` adds: ``store.recall(mode="hybrid", rerank=reranker)``."""
+
 DEFAULT_KS = (1, 5, 10)
 """The cut-offs of Recall@k and Hit@k reported by default; the ranking depth is their maximum."""
+
+DEFAULT_LIMITS = (5,)
+"""Answer sizes each named method is also run at, besides the ranking depth: 5 is what
+``memory_search`` returns by default. Such a run is the method ``"<method>@<limit>"`` (for
+example ``"hybrid@5"``): ``store.recall(limit=5)``, scored on those 5 hits (so its Recall@10 is
+its Recall@5)."""
 
 BEIR_MAX_SEQ_LENGTH = 256
 """Word pieces the model reads of each BEIR document (MTEB's setting for all-MiniLM-L6-v2)."""
@@ -234,6 +248,13 @@ class EvalResult:
             "",
             self.table(),
         ]
+        short = sorted({m.rsplit("@", 1)[1] for m in self.methods if "@" in m}, key=int)
+        if short:
+            shown = ", ".join(short)
+            lines.append(
+                f"(<method>@{shown}: store.recall(limit={shown}), scored on those hits; 5 is what "
+                "memory_search returns by default)"
+            )
         if self.groups:
             lines += ["", "by category:", self.group_table()]
         t = self.timings
@@ -462,12 +483,57 @@ def _built_store(
 # --- running ---------------------------------------------------------------------------------
 
 
-def _methods(methods: Sequence[str] | Mapping[str, RecallFn] | None) -> dict[str, RecallFn]:
+def _at_limit(fn: RecallFn, answer: int) -> RecallFn:
+    """``fn`` asked for ``answer`` hits whatever the ranking depth the runner passes."""
+
+    def run(store: Any, query: str, scopes: Sequence[str], limit: int) -> Sequence[Any]:
+        return fn(store, query, scopes, answer)
+
+    return run
+
+
+def _reranked(reranker: Any) -> RecallFn:
+    def run(store: Any, query: str, scopes: Sequence[str], limit: int) -> Sequence[Any]:
+        hits: Sequence[Any] = store.recall(
+            query, scopes=list(scopes), limit=limit, mode="hybrid", rerank=reranker
+        )
+        return hits
+
+    return run
+
+
+def _reranker(value: Reranker | str | None) -> Reranker | None:
+    """``value`` as a reranker (a registry name is built; errors as ``rerankers.get``)."""
+    if value is None or not isinstance(value, str):
+        return value
+    import rerankers
+
+    return rerankers.get(value)
+
+
+def _methods(
+    methods: Sequence[str] | Mapping[str, RecallFn] | None,
+    limits: Sequence[int],
+    depth: int,
+    reranker: Any = None,
+) -> dict[str, RecallFn]:
+    """The methods to run by name: a mapping as given; names (default :data:`METHODS`) as
+    ``store.recall`` modes, plus :data:`RERANKED` (the hybrid reranked by ``reranker``) when one
+    is given, each also at every limit of ``limits`` under ``depth`` as ``"<method>@<limit>"``."""
     if methods is None:
         methods = METHODS
     if isinstance(methods, Mapping):
         return dict(methods)
-    return {m: _mode(m) for m in methods}
+    base: dict[str, RecallFn] = {m: _mode(m) for m in methods}
+    if reranker is not None:
+        base[RERANKED] = _reranked(reranker)
+    out = dict(base)
+    for n in sorted(set(limits)):
+        if n < 1:
+            raise ValueError(f"limits must be positive answer sizes, got {list(limits)}")
+        if n < depth:
+            out.update({f"{m}@{n}": _at_limit(fn, n) for m, fn in base.items()})
+    return out
 
 
 def _check_ks(ks: Sequence[int], depth: int | None) -> tuple[tuple[int, ...], int]:
@@ -552,6 +618,8 @@ def evaluate_locomo(
     methods: Sequence[str] | Mapping[str, RecallFn] | None = None,
     ks: Sequence[int] = DEFAULT_KS,
     depth: int | None = None,
+    limits: Sequence[int] = DEFAULT_LIMITS,
+    reranker: Reranker | str | None = None,
     embedder: str | Embedder | None = None,
     turn_format: TurnFormat | None = None,
     max_entry_bytes: int = DEFAULT_MAX_ENTRY_BYTES,
@@ -572,6 +640,12 @@ def evaluate_locomo(
             :class:`RecallFn` for variants under study.
         ks: Recall@k / Hit@k cut-offs; ``depth`` (hits asked per query) defaults to
             ``max(max(ks), 10)``.
+        limits: answer sizes under ``depth`` each named method is also run at, as
+            ``"<method>@<limit>"`` (default :data:`DEFAULT_LIMITS`: 5, ``memory_search``'s
+            default); ignored when ``methods`` is a mapping.
+        reranker: adds the method :data:`RERANKED`, the hybrid reordered by this reranker (a
+            ``rerankers.Reranker`` or its registry name, ``"cross-encoder:<folder>"``); ignored
+            when ``methods`` is a mapping.
         embedder: a registry name or an :class:`embedders.Embedder`; default the packaged
             all-MiniLM-L6-v2.
         turn_format: what text of a turn an entry holds (default :class:`TurnFormat`).
@@ -583,15 +657,15 @@ def evaluate_locomo(
 
     Returns an :class:`EvalResult` whose groups are the categories in the paper's order
     (single-hop, multi-hop, temporal, open-domain, adversarial). Raises
-    :class:`~agentmemory.DataNotFoundError` when no data is found, ``ValueError`` for bad ``ks``
-    or ``depth``, and what the store raises (e.g. :class:`~agentmemory.StoreLockedError` when
-    another process holds a cached store).
+    :class:`~agentmemory.DataNotFoundError` when no data is found, ``ValueError`` for bad ``ks``,
+    ``depth`` or ``limits``, and what the store raises (e.g.
+    :class:`~agentmemory.StoreLockedError` when another process holds a cached store).
     """
     from tqdm import tqdm
 
     started = time.perf_counter()
     ks_sorted, depth = _check_ks(ks, depth)
-    fns = _methods(methods)
+    fns = _methods(methods, limits, depth, _reranker(reranker))
     fmt = turn_format or TurnFormat()
     path = find_data("locomo", data)
     dataset = load_locomo(path, conversations=conversations, categories=categories)
@@ -681,6 +755,8 @@ def evaluate_beir(
     methods: Sequence[str] | Mapping[str, RecallFn] | None = None,
     ks: Sequence[int] = DEFAULT_KS,
     depth: int | None = None,
+    limits: Sequence[int] = DEFAULT_LIMITS,
+    reranker: Reranker | str | None = None,
     embedder: str | Embedder | None = None,
     max_seq_length: int | None = BEIR_MAX_SEQ_LENGTH,
     max_entry_bytes: int = BEIR_MAX_ENTRY_BYTES,
@@ -710,7 +786,7 @@ def evaluate_beir(
 
     started = time.perf_counter()
     ks_sorted, depth = _check_ks(ks, depth)
-    fns = _methods(methods)
+    fns = _methods(methods, limits, depth, _reranker(reranker))
     if dataset in DATASETS or data is None:
         path = find_data(dataset, data)
     else:  # another BEIR set: its folder, or a folder holding it under its name
