@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("agentmemory", "embedders", "recallers")
+PACKAGES = ("agentmemory", "embedders", "recallers", "rerankers")
 
 # Every module of ours that `import agentmemory` loads. A module joins this list on purpose: the CLI,
 # the MCP server, eval, the demo and the JSON Lines transfer are imported by whoever uses them.
@@ -62,6 +62,7 @@ OURS_ON_IMPORT = {
     "recallers.hits",
     "recallers.hybrid",
     "recallers.protocol",
+    "recallers.rerank",
     "recallers.tokenizer",
     "recallers.vector",
 }
