@@ -151,14 +151,14 @@ SHORT = {
 
 def sweep_grid() -> list[Setting]:
     """The settings ``--sweep`` scores on half A: every fusion method; BM25 weight 0.3 to 0.8
-    (the vector leg the rest; RRF also at equal weights 1); each leg read 1 x limit or 20, 30,
-    50, 100 deep. All with the default (stemming) tokenizer."""
+    (the vector leg the rest; RRF at equal weights 1); each leg read 1 x limit or 20, 50 or 100
+    deep. All with the default (stemming) tokenizer."""
     grid: list[Setting] = []
-    for candidates in (0, 20, 30, 50, 100):
+    for candidates in (0, 20, 50, 100):
         deep = f"legs {candidates} deep" if candidates else "legs 1 x limit"
         grid.append(Setting(f"rrf, equal, {deep}", "default", Fusion(candidates=candidates)))
         for method in FUSION_METHODS:
-            for bm25 in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8):
+            for bm25 in (0.3, 0.4, 0.5, 0.6, 0.65, 0.7, 0.75, 0.8):
                 label = f"{method}, bm25 {bm25}, {deep}"
                 grid.append(Setting(label, "default", _mm(bm25, candidates, method)))
     return grid
