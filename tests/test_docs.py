@@ -17,8 +17,15 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
-PACKAGES = ("agentmemory", "embedders", "recallers", "rerankers")
-"""The import packages: nothing in them may point outside the repository."""
+PACKAGES = tuple(
+    sorted(
+        p.name
+        for p in ROOT.iterdir()
+        if (p / "__init__.py").is_file() and p.name not in ("tests", "benchmarks", "notebooks")
+    )
+)
+"""The import packages (every top-level folder with an ``__init__.py``: agentmemory, embedders,
+recallers, rerankers, ...): nothing in them may point outside the repository."""
 CITING = (*PACKAGES, "tests", "benchmarks", "notebooks")
 """Every folder whose files may cite the docs."""
 SUFFIXES = {".py", ".md", ".ipynb", ".txt", ".toml", ".cfg"}
@@ -89,6 +96,10 @@ def test_anchors_number_repeated_headings(tmp_path: Path) -> None:
     page = tmp_path / "p.md"
     page.write_text("# A\n\n## Notes\n\n```\n## Not a heading\n```\n\n### Notes\n", "utf-8")
     assert anchors(page) == {"a", "notes", "notes-1"}
+
+
+def test_the_packages_are_found() -> None:
+    assert {"agentmemory", "embedders", "recallers", "rerankers"} <= set(PACKAGES)
 
 
 def test_the_docs_exist_with_an_index() -> None:
