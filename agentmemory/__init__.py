@@ -30,6 +30,7 @@ from .errors import (
     IndexOutOfStepWarning,
     IndexWriteError,
     InvalidEntryError,
+    KindPolicyError,
     ManifestBaseError,
     ManifestRecordError,
     NoStoreError,
@@ -43,11 +44,22 @@ from .errors import (
 )
 from .file_store import FileStore, Reconciliation, UnjournaledFile
 from .journal import LostUpdate, lost_updates
+from .kinds import (
+    DEFAULT_KIND_POLICIES,
+    FALLBACK_KIND_POLICY,
+    KIND_META,
+    KNOWN_KINDS,
+    KindPolicy,
+    KindRegistry,
+    kind_of,
+)
 from .manifest import (
     MANIFEST_FOLD_DEPTH,
     MANIFEST_NS,
     OMIT_BLOCK,
     OMIT_BUDGET,
+    OMIT_KIND_LIMIT,
+    OMIT_RECALL_ONLY,
     Manifest,
     ManifestEntry,
     ManifestFold,
@@ -88,10 +100,14 @@ from .tools import (
 from .usage import usage
 
 __all__ = [
+    "DEFAULT_KIND_POLICIES",
     "DEFAULT_MAX_ENTRY_BYTES",
     "DEFAULT_MAX_TOTAL_BYTES",
     "DEFAULT_SEARCH_BYTES",
     "DEFAULT_SEARCH_LIMIT",
+    "FALLBACK_KIND_POLICY",
+    "KIND_META",
+    "KNOWN_KINDS",
     "MANIFEST_FOLD_DEPTH",
     "MANIFEST_NS",
     "MAX_META_BYTES",
@@ -99,6 +115,8 @@ __all__ = [
     "META_DESCRIPTION",
     "OMIT_BLOCK",
     "OMIT_BUDGET",
+    "OMIT_KIND_LIMIT",
+    "OMIT_RECALL_ONLY",
     "PART_SEPARATOR",
     "SOURCE_RECONCILED",
     "SUMMARY_PART_ID",
@@ -125,6 +143,9 @@ __all__ = [
     "IndexReport",
     "IndexWriteError",
     "InvalidEntryError",
+    "KindPolicy",
+    "KindPolicyError",
+    "KindRegistry",
     "LostUpdate",
     "Manifest",
     "ManifestBaseError",
@@ -155,6 +176,7 @@ __all__ = [
     "dispatch_anthropic",
     "dispatch_openai",
     "join_parts",
+    "kind_of",
     "lost_updates",
     "matches",
     "open_journal",

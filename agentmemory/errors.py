@@ -37,6 +37,7 @@ __all__ = [
     "IndexOutOfStepWarning",
     "IndexWriteError",
     "InvalidEntryError",
+    "KindPolicyError",
     "ManifestBaseError",
     "ManifestRecordError",
     "NoStoreError",
@@ -87,6 +88,11 @@ class InvalidEntryError(AgentMemoryError, ValueError):
         self.field = field
         self.detail = detail
         super().__init__(f"agentmemory: invalid entry: {detail}")
+
+
+class KindPolicyError(AgentMemoryError, ValueError):
+    """A kind policy or kind registry given a value it cannot hold: a kind that is not
+    kebab-case, or ``max_entries`` under 1. The message names the value and the rule."""
 
 
 class EntryTooLargeError(AgentMemoryError, ValueError):

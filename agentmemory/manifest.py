@@ -28,6 +28,8 @@ __all__ = [
     "MANIFEST_NS",
     "OMIT_BLOCK",
     "OMIT_BUDGET",
+    "OMIT_KIND_LIMIT",
+    "OMIT_RECALL_ONLY",
     "Manifest",
     "ManifestEntry",
     "ManifestFold",
@@ -39,7 +41,8 @@ MANIFEST_NS = "agentmemory:render"
 
 OMIT_BUDGET = "budget"
 """Reason of an entry whose rendered form did not fit in what was left of the block's bound or of
-its scope's cap (Go ``OmitBudget``). :func:`agentmemory.render` writes only this reason."""
+its scope's cap (Go ``OmitBudget``). Without a kind policy, :func:`agentmemory.render` writes only
+this reason."""
 
 OMIT_BLOCK = "block"
 """Reason of an entry left out because the product left the whole block out (Go ``OmitBlock``).
@@ -52,6 +55,16 @@ nothing because the store held nothing. The string is ``"block"``, as the Go mod
 gives it (docs/contract.md#omission-reasons); it differs from
 :data:`OMIT_BUDGET` and from ``""``, so such a manifest hashes apart from both.
 """
+
+OMIT_RECALL_ONLY = "recall-only"
+"""Reason of an entry a kind policy keeps out of the block: its kind is recalled only for a turn
+that touches it (``docs/kinds.md#the-block-under-a-policy``). :func:`agentmemory.render` writes it
+only when given a ``policy``."""
+
+OMIT_KIND_LIMIT = "kind-limit"
+"""Reason of an entry of an always-shown kind left out because the block already shows its
+kind's ``max_entries`` more recently written entries (``docs/kinds.md#the-block-under-a-policy``).
+:func:`agentmemory.render` writes it only when given a ``policy``."""
 
 MANIFEST_FOLD_DEPTH = 8
 """How many distinct manifests a :class:`ManifestFold` resolves a delta's base against: the one in
@@ -70,8 +83,9 @@ class ManifestEntry:
         name: the entry's name.
         hash: the content hash (``"sha256:" + hex``) of the content the block held or left out.
         bytes: the content's size in UTF-8 bytes.
-        reason: why it was left out (:data:`OMIT_BUDGET`, :data:`OMIT_BLOCK`), ``""`` for an entry
-            the block holds.
+        reason: why it was left out (:data:`OMIT_BUDGET`, :data:`OMIT_BLOCK`,
+            :data:`OMIT_RECALL_ONLY`, :data:`OMIT_KIND_LIMIT`), ``""`` for an entry the block
+            holds.
     """
 
     scope: str

@@ -33,7 +33,8 @@ from typing import Protocol
 
 from .entries import Entry, utf8_len
 from .errors import BudgetError, InvalidEntryError
-from .manifest import OMIT_BUDGET, Manifest, ManifestEntry
+from .kinds import KindRegistry, kind_of
+from .manifest import OMIT_BUDGET, OMIT_KIND_LIMIT, OMIT_RECALL_ONLY, Manifest, ManifestEntry
 from .rules import check_scope
 from .wire import go_quote
 
@@ -65,6 +66,9 @@ SUMMARY_PART_ID = "memory:summary"
 _TITLE = "# Memory"
 _NO_ENTRIES = "No entries."
 _OMIT_HEAD = "Not shown, over the block budget; fetch with memory_search: "
+_OMIT_SHORT = "Not shown, over the block budget: {n} entries."
+_HELD_HEAD = "Recalled when relevant, not shown; fetch with memory_search: "
+_HELD_SHORT = "Recalled when relevant, not shown: {n} entries."
 _SEP = len(PART_SEPARATOR)
 
 
@@ -156,10 +160,12 @@ def _omit_line_reserve(es: Sequence[Entry]) -> int:
     return _SEP + utf8_len(_OMIT_HEAD) + widest + utf8_len(_more(len(es)))
 
 
-def _omit_line(dropped: Sequence[Entry], room: int) -> str:
+def _omit_line(
+    dropped: Sequence[Entry], room: int, lead: str = _OMIT_HEAD, short_form: str = _OMIT_SHORT
+) -> str:
     """Name the dropped entries within ``room`` bytes (separator included): as many names as fit
     and how many more; with room for no name, the count alone; with room for neither, ``""``."""
-    head = _SEP + utf8_len(_OMIT_HEAD)
+    head = _SEP + utf8_len(lead)
     pieces: builtins.list[str] = []
     listed = 0
     for i, e in enumerate(dropped):
@@ -171,9 +177,9 @@ def _omit_line(dropped: Sequence[Entry], room: int) -> str:
         pieces.append(piece)
         listed += utf8_len(piece)
     if not pieces:
-        short = f"Not shown, over the block budget: {len(dropped)} entries."
+        short = short_form.format(n=len(dropped))
         return short if _SEP + utf8_len(short) <= room else ""
-    line = _OMIT_HEAD + "".join(pieces)
+    line = lead + "".join(pieces)
     rest = len(dropped) - len(pieces)
     return line + _more(rest) if rest else line
 
@@ -184,6 +190,7 @@ def render_parts(
     *,
     max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES,
     scope_max_bytes: Mapping[str, int] | None = None,
+    policy: KindRegistry | None = None,
 ) -> tuple[list[Part], Manifest]:
     """Render the memory block as its parts, and the :class:`Manifest` of what it holds.
 
@@ -198,6 +205,13 @@ def render_parts(
             separators included, not its heading. A cap of 0 shows none of the scope's entries and
             names them if there is room; a cap larger than the room left, or on a scope not
             rendered, does nothing.
+        policy: a :class:`~agentmemory.KindRegistry`. With one, the block shows only entries of
+            the kinds it always shows, at most ``max_entries`` of each kind over all the scopes
+            (the most recently written), and leaves the rest out under reason
+            :data:`~agentmemory.OMIT_RECALL_ONLY` or :data:`~agentmemory.OMIT_KIND_LIMIT`,
+            naming them in a line per scope so the model knows they exist and can search them
+            (``docs/kinds.md#the-block-under-a-policy``). Without one (the default), every entry
+            is a candidate and the block is the contract's, byte for byte.
 
     Returns:
         ``(parts, manifest)``: the title, then per scope its heading (``"## <scope>"``, with
@@ -206,7 +220,8 @@ def render_parts(
         ``"Entries: S shown, O omitted. Block: N of M bytes (F free). Entry limit: L bytes."``,
         where ``N`` is the joined block's exact size and ``F`` is padded with spaces to the digit
         width of ``M``. ``manifest.entries`` are the shown entries in block order;
-        ``manifest.omitted`` every entry that did not fit, with reason :data:`OMIT_BUDGET`.
+        ``manifest.omitted`` every entry that did not fit, with reason :data:`OMIT_BUDGET`
+        (or a policy's reason), in the order they would have appeared.
 
     The budget (docs/contract.md#bounds-and-the-budget): the title, one heading per scope and the widest
     possible summary are reserved first; then each scope packs its entries, in list order, into
@@ -222,11 +237,17 @@ def render_parts(
         BudgetError: ``max_total_bytes < 1``; a negative cap; or a bound under what the title, the
             summary and the scope headings take. No block is returned.
         InvalidEntryError: a scope that is not kebab-case, or one given twice.
-        TypeError: ``scopes`` is a single ``str`` (pass ``["user"]``, not ``"user"``).
+        TypeError: ``scopes`` is a single ``str`` (pass ``["user"]``, not ``"user"``), or
+            ``policy`` is not a :class:`~agentmemory.KindRegistry`.
     """
     if isinstance(scopes, str):
         raise TypeError(
             f"scopes is the string {scopes!r}; pass a list of scopes, e.g. [{scopes!r}]"
+        )
+    if policy is not None and not isinstance(policy, KindRegistry):
+        raise TypeError(
+            f"policy is a {type(policy).__name__}, not a KindRegistry; pass KindRegistry() for "
+            "the default policy, or None for none"
         )
     scopes = list(scopes)
     caps = dict(scope_max_bytes or {})
@@ -249,6 +270,7 @@ def render_parts(
 
     limit = store.max_entry_bytes
     lists = [store.list(scope) for scope in scopes]
+    held = _held_by_policy(policy, scopes, lists) if policy is not None else {}
     total = sum(len(es) for es in lists)
     headings = [_scope_text(s, not es) for s, es in zip(scopes, lists, strict=True)]
     fixed = utf8_len(_TITLE) + _SEP + utf8_len(_summary(total, total, bound, bound, bound, limit))
@@ -264,32 +286,50 @@ def render_parts(
     shown: list[ManifestEntry] = []
     omitted: list[ManifestEntry] = []
     spent = 0  # bytes of the entries and omission lines placed so far, separators included
-    for scope, es, heading in zip(scopes, lists, headings, strict=True):
+    for scope, all_es, heading in zip(scopes, lists, headings, strict=True):
         parts.append(Part(f"memory/{scope}", heading))
-        if not es:
+        if not all_es:
             continue
         room = bound - fixed - spent
         if scope in caps:
             room = min(room, caps[scope])
-        texts = [_entry_text(e, limit) for e in es]
-        costs = [_SEP + utf8_len(t) for t in texts]
-        fits, used = _pack(costs, room)
-        if not all(fits):
-            # The first pass says whether there will be an omission line; the second holds room
-            # for it. Holding room back can only leave more out, so the second pass settles it.
-            fits, used = _pack(costs, room - _omit_line_reserve(es))
+        kept = [e for e in all_es if (scope, e.name) not in held]
+        out = [e for e in all_es if (scope, e.name) in held]
+        # Room for the short form of the line naming what the policy keeps out, so the model is
+        # always told those entries exist when the scope has room for a line at all.
+        reserve = _SEP + utf8_len(_HELD_SHORT.format(n=len(out))) if out else 0
+        used = 0
         dropped: list[Entry] = []
-        for e, text, ok in zip(es, texts, fits, strict=True):
-            if ok:
-                parts.append(Part(part_id(scope, e.name), text))
-                shown.append(ManifestEntry(scope, e.name, e.hash, e.size))
-            else:
+        if kept:
+            texts = [_entry_text(e, limit) for e in kept]
+            costs = [_SEP + utf8_len(t) for t in texts]
+            fits, used = _pack(costs, room - reserve)
+            if not all(fits):
+                # The first pass says whether there will be an omission line; the second holds
+                # room for it. Holding room back can only leave more out, so it settles it.
+                fits, used = _pack(costs, room - reserve - _omit_line_reserve(kept))
+            for e, text, ok in zip(kept, texts, fits, strict=True):
+                if ok:
+                    parts.append(Part(part_id(scope, e.name), text))
+                    shown.append(ManifestEntry(scope, e.name, e.hash, e.size))
+                else:
+                    dropped.append(e)
+        dropped_names = {e.name for e in dropped}
+        for e in all_es:  # every left-out entry, in the order it would have appeared
+            if e.name in dropped_names:
                 omitted.append(ManifestEntry(scope, e.name, e.hash, e.size, OMIT_BUDGET))
-                dropped.append(e)
+            elif (scope, e.name) in held:
+                reason = held[(scope, e.name)]
+                omitted.append(ManifestEntry(scope, e.name, e.hash, e.size, reason))
         if dropped:
-            line = _omit_line(dropped, room - used)
+            line = _omit_line(dropped, room - reserve - used)
             if line:
                 parts.append(Part(f"memory/{scope}:omitted", line))
+                used += _SEP + utf8_len(line)
+        if out:
+            line = _omit_line(out, room - used, _HELD_HEAD, _HELD_SHORT)
+            if line:
+                parts.append(Part(f"memory/{scope}:recalled", line))
                 used += _SEP + utf8_len(line)
         spent += used
 
@@ -309,12 +349,46 @@ def render_parts(
     return parts, Manifest(tuple(shown), tuple(omitted))
 
 
+def _held_by_policy(
+    policy: KindRegistry, scopes: Sequence[str], lists: Sequence[Sequence[Entry]]
+) -> dict[tuple[str, str], str]:
+    """The entries ``policy`` keeps out of the block, by ``(scope, name)``, with the reason.
+
+    An entry of a recalled-only kind is held as :data:`OMIT_RECALL_ONLY`. Of an always-shown kind,
+    the ``max_entries`` most recently written (``updated`` descending, then scope order, then
+    name) over all the scopes are candidates and the rest are held as :data:`OMIT_KIND_LIMIT`.
+    """
+    held: dict[tuple[str, str], str] = {}
+    by_kind: dict[str, list[tuple[int, Entry]]] = {}
+    for i, es in enumerate(lists):
+        for e in es:
+            kind = kind_of(e)
+            if policy.policy_for(kind).always:
+                by_kind.setdefault(kind, []).append((i, e))
+            else:
+                held[(scopes[i], e.name)] = OMIT_RECALL_ONLY
+    for kind, found in by_kind.items():
+        cap = policy.policy_for(kind).max_entries
+        if len(found) <= cap:
+            continue
+        found.sort(key=lambda ie: (-_stamp(ie[1]), ie[0], ie[1].name.encode()))
+        for i, e in found[cap:]:
+            held[(scopes[i], e.name)] = OMIT_KIND_LIMIT
+    return held
+
+
+def _stamp(e: Entry) -> float:
+    """``e.updated`` as seconds since the epoch, 0 when unknown (sorts as the oldest)."""
+    return e.updated.timestamp() if e.updated is not None else 0.0
+
+
 def render(
     store: _Source,
     scopes: Sequence[str],
     *,
     max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES,
     scope_max_bytes: Mapping[str, int] | None = None,
+    policy: KindRegistry | None = None,
 ) -> tuple[str, Manifest]:
     """Render the memory block the model reads: ``join_parts(render_parts(...))``.
 
@@ -324,6 +398,10 @@ def render(
     errors, unchanged).
     """
     parts, manifest = render_parts(
-        store, scopes, max_total_bytes=max_total_bytes, scope_max_bytes=scope_max_bytes
+        store,
+        scopes,
+        max_total_bytes=max_total_bytes,
+        scope_max_bytes=scope_max_bytes,
+        policy=policy,
     )
     return join_parts(parts), manifest

@@ -35,6 +35,7 @@ from .errors import (
     NotFoundError,
     ToolConfigError,
 )
+from .kinds import KIND_META, KindRegistry
 from .manifest import Manifest
 from .rules import check_scope, valid_name
 from .store import EmptyQueryError, Store
@@ -357,6 +358,7 @@ def tools(
     rendered: Callable[[], Manifest | None] | None = None,
     search_limit: int = DEFAULT_SEARCH_LIMIT,
     search_bytes: int = DEFAULT_SEARCH_BYTES,
+    kinds: KindRegistry | None = None,
 ) -> list[Tool]:
     """Build ``[memory_save, memory_patch, memory_forget, memory_search]`` over ``store``.
 
@@ -377,6 +379,9 @@ def tools(
         search_limit: entries a search returns when the call gives no ``limit`` (default 5).
         search_bytes: bytes of content one search result shows at most (default 16384); the
             entries past it are listed by name and size.
+        kinds: the :class:`~agentmemory.KindRegistry` whose kinds ``memory_save``'s ``type``
+            may take (its schema lists them as an enum); default ``KindRegistry()``: ``user``,
+            ``feedback``, ``project``, ``reference`` (``docs/kinds.md#kinds-and-their-policy``).
 
     Returns:
         The four tools, in that order.
@@ -399,7 +404,12 @@ def tools(
     for what, value in (("search_limit", search_limit), ("search_bytes", search_bytes)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ToolConfigError(f"agentmemory.tools: {what} is {value!r}; it must be at least 1")
+    if kinds is not None and not isinstance(kinds, KindRegistry):
+        raise ToolConfigError(
+            f"agentmemory.tools: kinds is a {type(kinds).__name__}, not a KindRegistry"
+        )
     kit = _Kit(store, writable, readable, rendered, search_limit, search_bytes)
+    kit.kinds = (kinds if kinds is not None else KindRegistry()).kinds()
     return [kit.save_tool(), kit.patch_tool(), kit.forget_tool(), kit.search_tool()]
 
 
@@ -445,6 +455,7 @@ class _Kit:
         self.search_limit = search_limit
         self.search_bytes = search_bytes
         self.limit = store.max_entry_bytes
+        self.kinds: list[str] = []
 
     # ---- scope and name checks shared by the writers
 
@@ -520,6 +531,14 @@ class _Kit:
                 "the metadata the entry has; give {} to clear it",
                 "additionalProperties": {"type": "string"},
             },
+            "type": {
+                "type": "string",
+                "description": "The kind of memory: user (facts about the user), feedback (how "
+                "the user wants the work done), project (notes on the work), reference (where to "
+                "find outside material); stored as the type in meta. Leave it out to keep the "
+                "entry's kind",
+                "enum": list(self.kinds),
+            },
         }
         description = (
             "Create a memory entry, or replace one whole. To edit an existing entry prefer "
@@ -558,6 +577,10 @@ class _Kit:
             meta: dict[str, str] | None = dict(given) or None
         else:
             meta = dict(stored.meta) if stored is not None and stored.meta else None
+        kind = args.get("type")
+        if kind is not None:
+            meta = {**(meta or {}), KIND_META: str(kind)}
+            given = meta  # the call set the meta: say so in the result line
         shown: str | None = None
         manifest = self.rendered() if self.rendered is not None else None
         if manifest is not None:
