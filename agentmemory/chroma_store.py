@@ -29,7 +29,7 @@ import logging
 import os
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Required, Self, TypedDict, Unpack
 
@@ -430,6 +430,10 @@ class ChromaStore:
         name, meta values or content, any case), at most ``limit`` when ``limit > 0``."""
         return self._journal.search(scopes, query, limit)
 
+    def superseding(self, scopes: Sequence[str]) -> builtins.list[Entry]:
+        """The live entries of ``scopes`` with a ``supersedes`` meta (the journal's index)."""
+        return self._journal.superseding(scopes)
+
     def recall(
         self,
         query: str,
@@ -438,6 +442,8 @@ class ChromaStore:
         limit: int = 5,
         mode: str = "auto",
         rerank: bool | Reranker | str | None = None,
+        as_of: date | str | None = None,
+        include_superseded: bool = False,
     ) -> builtins.list[Hit[Entry]]:
         """At most ``limit`` live entries of ``scopes`` ranked for ``query``, best first.
 
@@ -470,6 +476,8 @@ class ChromaStore:
             rerank=rerank,
             reranker=self._reranker,
             rerank_candidates=self._rerank_candidates,
+            as_of=as_of,
+            include_superseded=include_superseded,
         )
 
     @property

@@ -5,7 +5,7 @@ from __future__ import annotations
 import builtins
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Self
 
 from recallers import DEFAULT_TOKENIZER, BM25Index, BM25Recaller, Hit, Tokenizer
@@ -14,6 +14,7 @@ from .entries import Change, Entry
 from .errors import NotFoundError
 from .rules import DEFAULT_MAX_ENTRY_BYTES, check_scope
 from .store import plan_forget, plan_put, recall_entries, search_entries
+from .validity import META_SUPERSEDES
 
 __all__ = ["MemStore"]
 
@@ -53,6 +54,7 @@ class MemStore:
         self._live: dict[tuple[str, str], Entry] = {}
         self._journal: list[Change] = []
         self._lexicon: BM25Index[Entry] = BM25Index(tokenizer=tokenizer)
+        self._naming: dict[tuple[str, str], Entry] = {}  # live entries with a supersedes meta
 
     @property
     def max_entry_bytes(self) -> int:
@@ -104,6 +106,10 @@ class MemStore:
             self._journal.append(change)
             self._live[(entry.scope, entry.name)] = change.entry
             self._lexicon.put(change.entry)
+            if (change.entry.meta or {}).get(META_SUPERSEDES):
+                self._naming[(entry.scope, entry.name)] = change.entry
+            else:
+                self._naming.pop((entry.scope, entry.name), None)
             return change.copy()
 
     def forget(self, scope: str, name: str, *, session: str | None = None) -> Change:
@@ -118,6 +124,7 @@ class MemStore:
             self._journal.append(change)
             del self._live[(scope, name)]
             self._lexicon.remove(scope, name)
+            self._naming.pop((scope, name), None)
             return change.copy()
 
     def search(self, scopes: Sequence[str], query: str, limit: int = 0) -> builtins.list[Entry]:
@@ -148,12 +155,30 @@ class MemStore:
             found = self._lexicon.search_text(query, scopes=scopes, limit=limit)
             return [(e.copy(), score) for e, score in found]
 
+    def superseding(self, scopes: Sequence[str]) -> builtins.list[Entry]:
+        """Copies of the live entries of ``scopes`` with a ``supersedes`` meta, by scope order
+        then name (kept in step with every write, so no scope is scanned)."""
+        with self._lock:
+            found = [e for (s, _), e in self._naming.items() if s in scopes]
+        order = {s: i for i, s in enumerate(scopes)}
+        found.sort(key=lambda e: (order[e.scope], e.name.encode()))
+        return [e.copy() for e in found]
+
     def recall(
-        self, query: str, *, scopes: Sequence[str], limit: int = 5, mode: str = "auto"
+        self,
+        query: str,
+        *,
+        scopes: Sequence[str],
+        limit: int = 5,
+        mode: str = "auto",
+        as_of: date | str | None = None,
+        include_superseded: bool = False,
     ) -> builtins.list[Hit[Entry]]:
         """At most ``limit`` live entries of ``scopes`` ranked by BM25 for ``query``, best first
         (``mode`` ``"auto"`` or ``"bm25"``; a MemStore keeps no vectors). Each hit's ``score``
-        is the BM25 score and ``legs["bm25"]`` its rank and score.
+        is the BM25 score and ``legs["bm25"]`` its rank and score. Entries out of date on
+        ``as_of`` (default today) are left out unless ``include_superseded``
+        (docs/kinds.md#out-of-date-on-purpose-only).
 
         Raises :class:`~agentmemory.EmptyQueryError`, :class:`~agentmemory.InvalidEntryError`
         (a scope), ``ValueError`` (``limit`` under 1) and :class:`~agentmemory.RecallModeError`
@@ -161,7 +186,14 @@ class MemStore:
         :func:`agentmemory.store.recall_entries`.
         """
         return recall_entries(
-            self, query, scopes=scopes, limit=limit, mode=mode, bm25=BM25Recaller(self)
+            self,
+            query,
+            scopes=scopes,
+            limit=limit,
+            mode=mode,
+            bm25=BM25Recaller(self),
+            as_of=as_of,
+            include_superseded=include_superseded,
         )
 
     def journal(self, after: int = 0) -> Iterator[Change]:

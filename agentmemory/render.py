@@ -29,6 +29,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import date
 from typing import Protocol
 
 from .entries import Entry, utf8_len
@@ -36,6 +37,7 @@ from .errors import BudgetError, InvalidEntryError
 from .kinds import KindRegistry, kind_of
 from .manifest import OMIT_BUDGET, OMIT_KIND_LIMIT, OMIT_RECALL_ONLY, Manifest, ManifestEntry
 from .rules import check_scope
+from .validity import in_force_lists
 from .wire import go_quote
 
 __all__ = [
@@ -191,6 +193,7 @@ def render_parts(
     max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES,
     scope_max_bytes: Mapping[str, int] | None = None,
     policy: KindRegistry | None = None,
+    as_of: date | str | None = None,
 ) -> tuple[list[Part], Manifest]:
     """Render the memory block as its parts, and the :class:`Manifest` of what it holds.
 
@@ -212,6 +215,12 @@ def render_parts(
             naming them in a line per scope so the model knows they exist and can search them
             (``docs/kinds.md#the-block-under-a-policy``). Without one (the default), every entry
             is a candidate and the block is the contract's, byte for byte.
+        as_of: the day (a ``date`` or ``"YYYY-MM-DD"``) whose entries in force are rendered;
+            default today (UTC). An entry out of date on that day (past its ``valid-until``,
+            before its ``valid-from``, or retired by another's ``supersedes``) is neither
+            shown nor listed in the manifest, as if it were not live
+            (docs/kinds.md#out-of-date-on-purpose-only). A store without such meta renders the
+            same on every day.
 
     Returns:
         ``(parts, manifest)``: the title, then per scope its heading (``"## <scope>"``, with
@@ -228,7 +237,8 @@ def render_parts(
     what is left (or its cap, if smaller): an entry that does not fit is skipped and later ones are
     still tried; when some are skipped the scope packs again holding room for its omission line.
     The summary's size is settled by a fixed point, so the block can come out a few bytes under
-    the bound, never over it. The output depends only on the store's state and the bounds.
+    the bound, never over it. The output depends only on the store's state, the bounds, the
+    policy and the day.
 
     Content is not transformed except that one trailing ``"\\n"`` is dropped; a Markdown heading of
     level 1 to 3 inside an entry stays as it is (``usage()`` asks the model for level 4 or none).
@@ -239,6 +249,7 @@ def render_parts(
         InvalidEntryError: a scope that is not kebab-case, or one given twice.
         TypeError: ``scopes`` is a single ``str`` (pass ``["user"]``, not ``"user"``), or
             ``policy`` is not a :class:`~agentmemory.KindRegistry`.
+        ValueError: ``as_of`` is text that is not an ISO date.
     """
     if isinstance(scopes, str):
         raise TypeError(
@@ -269,7 +280,7 @@ def render_parts(
             )
 
     limit = store.max_entry_bytes
-    lists = [store.list(scope) for scope in scopes]
+    lists = in_force_lists([store.list(scope) for scope in scopes], as_of=as_of)
     held = _held_by_policy(policy, scopes, lists) if policy is not None else {}
     total = sum(len(es) for es in lists)
     headings = [_scope_text(s, not es) for s, es in zip(scopes, lists, strict=True)]
@@ -389,6 +400,7 @@ def render(
     max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES,
     scope_max_bytes: Mapping[str, int] | None = None,
     policy: KindRegistry | None = None,
+    as_of: date | str | None = None,
 ) -> tuple[str, Manifest]:
     """Render the memory block the model reads: ``join_parts(render_parts(...))``.
 
@@ -403,5 +415,6 @@ def render(
         max_total_bytes=max_total_bytes,
         scope_max_bytes=scope_max_bytes,
         policy=policy,
+        as_of=as_of,
     )
     return join_parts(parts), manifest

@@ -41,7 +41,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import ClassVar, Self
 
@@ -117,6 +117,17 @@ def _m001_initial(conn: sqlite3.Connection) -> None:
     )
 
 
+_SUPERSEDES = "json_extract(meta, '$.supersedes')"
+"""The expression of the ``supersedes`` meta; index and queries must spell it the same."""
+
+
+def _m003_supersedes_index(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS memory_entries_supersedes ON memory_entries"
+        f" (scope, {_SUPERSEDES}) WHERE {_SUPERSEDES} IS NOT NULL"
+    )
+
+
 MIGRATIONS: builtins.list[Migration] = [
     Migration(
         1,
@@ -131,6 +142,9 @@ MIGRATIONS: builtins.list[Migration] = [
     # The lexical index of recall (recallers.fts5): kept by _apply_in_txn, rebuilt on open when
     # the tokenizer's version differs from the one recorded in store_state.
     Migration(2, "m002_lexical_index", create_tables, FTS5_TABLES),
+    # The entries that retire another (docs/kinds.md#out-of-date-on-purpose-only), found by a
+    # partial index instead of a scan of every entry on each recall.
+    Migration(3, "m003_supersedes_index", _m003_supersedes_index, {}),
 ]
 """The schema steps in order. Append new ones; never edit or reorder an applied one."""
 
@@ -825,12 +839,38 @@ class SqliteStore:
             check_scope(s)
         return self._lexicon.search_text(query, scopes=scopes, limit=limit)
 
+    def superseding(self, scopes: Sequence[str]) -> builtins.list[Entry]:
+        """The live entries of ``scopes`` with a ``supersedes`` meta, by scope order then name.
+
+        Read through the partial index of ``m003_supersedes_index``, so the cost follows the
+        number of such entries, not the size of the scope.
+        """
+        out: builtins.list[Entry] = []
+        with self._read() as conn:
+            for scope in dict.fromkeys(scopes):
+                rows = conn.execute(
+                    "SELECT name, content, meta, hash, updated FROM memory_entries"
+                    f" WHERE scope = ? AND {_SUPERSEDES} IS NOT NULL ORDER BY name",
+                    (scope,),
+                ).fetchall()
+                out.extend(_row_entry(scope, *r) for r in rows)
+        return out
+
     def recall(
-        self, query: str, *, scopes: Sequence[str], limit: int = 5, mode: str = "auto"
+        self,
+        query: str,
+        *,
+        scopes: Sequence[str],
+        limit: int = 5,
+        mode: str = "auto",
+        as_of: date | str | None = None,
+        include_superseded: bool = False,
     ) -> builtins.list[Hit[Entry]]:
         """At most ``limit`` live entries of ``scopes`` ranked by BM25 for ``query``, best first
         (``mode`` ``"auto"`` or ``"bm25"``; an SqliteStore keeps no vectors). Each hit's
-        ``score`` is the BM25 score and ``legs["bm25"]`` its rank and score.
+        ``score`` is the BM25 score and ``legs["bm25"]`` its rank and score. Entries out of date
+        on ``as_of`` (default today) are left out unless ``include_superseded``
+        (docs/kinds.md#out-of-date-on-purpose-only).
 
         Raises :class:`~agentmemory.EmptyQueryError`, :class:`~agentmemory.InvalidEntryError`
         (a scope), ``ValueError`` (``limit`` under 1) and :class:`~agentmemory.RecallModeError`
@@ -838,7 +878,14 @@ class SqliteStore:
         :func:`agentmemory.store.recall_entries`.
         """
         return recall_entries(
-            self, query, scopes=scopes, limit=limit, mode=mode, bm25=BM25Recaller(self)
+            self,
+            query,
+            scopes=scopes,
+            limit=limit,
+            mode=mode,
+            bm25=BM25Recaller(self),
+            as_of=as_of,
+            include_superseded=include_superseded,
         )
 
     # -- lifetime ----------------------------------------------------------------------------

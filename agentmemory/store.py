@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Iterator, Sequence
-from datetime import datetime
+from datetime import date, datetime
 from typing import TYPE_CHECKING, Protocol, Self, runtime_checkable
 
 import recallers
@@ -28,6 +28,7 @@ from .entries import Change, Entry, content_hash
 from .errors import AgentMemoryError, ConflictError, RecallModeError, RerankError
 from .rules import check_entry, check_scope, check_size, matches
 from .session import current_session
+from .validity import InForceLeg, check_validity_meta, in_force_filter
 
 if TYPE_CHECKING:
     from rerankers import Reranker
@@ -106,12 +107,21 @@ class Store(Protocol):
         ...
 
     def recall(
-        self, query: str, *, scopes: Sequence[str], limit: int = 5, mode: str = "auto"
+        self,
+        query: str,
+        *,
+        scopes: Sequence[str],
+        limit: int = 5,
+        mode: str = "auto",
+        as_of: date | str | None = None,
+        include_superseded: bool = False,
     ) -> builtins.list[Hit[Entry]]:
         """At most ``limit`` live entries of ``scopes`` ranked for ``query``, best first (SPEC
         section 6). ``mode``: ``"auto"`` (hybrid when the store keeps vectors, else BM25),
-        ``"hybrid"``, ``"bm25"`` or ``"vector"``. See :func:`recall_entries` for the rules and
-        errors every store shares."""
+        ``"hybrid"``, ``"bm25"`` or ``"vector"``. Entries out of date today are left out;
+        ``as_of`` (a ``date`` or ``"YYYY-MM-DD"``) judges another day, ``include_superseded``
+        keeps every live entry (docs/kinds.md#out-of-date-on-purpose-only). See
+        :func:`recall_entries` for the rules and errors every store shares."""
         ...
 
     def journal(self, after: int = 0) -> Iterator[Change]:
@@ -141,8 +151,9 @@ def plan_put(
 ) -> Change:
     """Check a put against the live entry ``stored`` and return the record it appends.
 
-    Check order: invalid entry, then size against ``limit`` (bytes), then the ``if_hash``
-    precondition (docs/contract.md#conditional-writes). ``prev`` is ``if_hash``, else ``based_on``, else
+    Check order: invalid entry (:func:`~agentmemory.check_entry`, then the validity meta,
+    docs/kinds.md#out-of-date-on-purpose-only), then size against ``limit`` (bytes), then the
+    ``if_hash`` precondition (docs/contract.md#conditional-writes). ``prev`` is ``if_hash``, else ``based_on``, else
     the stored hash, else ``""``; ``replaced`` is the stored hash or ``""``. The returned record's
     entry has its own copy of meta, ``hash`` and ``updated == now``.
 
@@ -153,10 +164,10 @@ def plan_put(
     Raises :class:`~agentmemory.InvalidEntryError`, :class:`~agentmemory.EntryTooLargeError` or
     :class:`~agentmemory.ConflictError`.
     """
-    if checked:
-        check_size(entry, limit, stored)
-    else:
-        check_entry(entry, limit, stored)
+    if not checked:
+        check_entry(entry)
+    check_validity_meta(entry)  # the meta rules of docs/kinds.md, before the size
+    check_size(entry, limit, stored)
     have = stored.hash if stored is not None else ""
     if if_hash is not None and if_hash != have:
         raise ConflictError(entry.scope, entry.name, if_hash, have)
@@ -275,6 +286,8 @@ def recall_entries(
     rerank: object = None,
     reranker: Reranker | None = None,
     rerank_candidates: int = DEFAULT_RERANK_CANDIDATES,
+    as_of: date | str | None = None,
+    include_superseded: bool = False,
 ) -> builtins.list[Hit[Entry]]:
     """The recall rule every store shares: check the arguments, pick the legs, rank.
 
@@ -307,6 +320,11 @@ def recall_entries(
     is logged and skipped). With a reranker, the first ``max(limit, rerank_candidates)`` of
     those are reordered by it (:class:`recallers.RerankedRecaller`,
     docs/recall.md#reranking). Repeated scopes count once; scopes without entries give ``[]``.
+
+    Out of date (docs/kinds.md#out-of-date-on-purpose-only): unless ``include_superseded``, each
+    leg returns only entries in force on ``as_of`` (default today, UTC), read deeper when it
+    must (:class:`agentmemory.validity.InForceLeg`), so an entry out of date takes no place in
+    a ranking. ``as_of`` that is not a day raises ``ValueError`` before anything is searched.
     """
     try:
         query = check_query(query)  # once: the legs and the hybrid take the Query as checked
@@ -324,6 +342,10 @@ def recall_entries(
         mode = "bm25" if vector is None else "hybrid"
     if mode != "bm25" and vector is None:
         raise RecallModeError(mode, kind, known=RECALL_MODES)
+    if not include_superseded:
+        keep = in_force_filter(store, wanted, as_of=as_of)
+        bm25 = InForceLeg(bm25, keep)
+        vector = InForceLeg(vector, keep) if vector is not None else None
     chosen = _chosen_reranker(rerank, reranker)
     recaller: Recaller[Entry]
     if mode == "bm25":

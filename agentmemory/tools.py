@@ -39,6 +39,7 @@ from .kinds import KIND_META, KindRegistry
 from .manifest import Manifest
 from .rules import check_scope, valid_name
 from .store import EmptyQueryError, Store
+from .validity import META_SUPERSEDES
 from .wire import go_quote
 
 if TYPE_CHECKING:  # jsonschema is imported when the first Tool is built, not by import agentmemory
@@ -539,6 +540,12 @@ class _Kit:
                 "entry's kind",
                 "enum": list(self.kinds),
             },
+            "supersedes": {
+                "type": "string",
+                "description": "The name of an entry of the same scope that this one makes out "
+                "of date: it leaves the memory block and search, and stays in the journal. Only "
+                "when the new entry replaces what the old one says",
+            },
         }
         description = (
             "Create a memory entry, or replace one whole. To edit an existing entry prefer "
@@ -581,6 +588,24 @@ class _Kit:
         if kind is not None:
             meta = {**(meta or {}), KIND_META: str(kind)}
             given = meta  # the call set the meta: say so in the result line
+        retires = args.get("supersedes")
+        retired: Entry | None = None
+        if retires is not None:
+            retires = check_scope(retires, what="supersedes")
+            if retires == name:
+                raise _Refused(
+                    f"supersedes names {scope}/{name} itself; name the entry this one makes out "
+                    "of date"
+                )
+            try:
+                retired = self.store.get(scope, retires)
+            except NotFoundError:
+                raise _Refused(
+                    f"supersedes names {scope}/{retires}, which does not exist; name an entry "
+                    f"of scope {scope}, or leave supersedes out"
+                ) from None
+            meta = {**(meta or {}), META_SUPERSEDES: retires}
+            given = meta
         shown: str | None = None
         manifest = self.rendered() if self.rendered is not None else None
         if manifest is not None:
@@ -606,6 +631,11 @@ class _Kit:
         )
         if manifest is not None:
             line += _based_words(shown, stored)
+        if retired is not None:
+            line += (
+                f"; retired {retired.key} ({retired.size} bytes), which leaves the memory block "
+                "and search and stays in the journal"
+            )
         return ToolResult(line + note, record=change)
 
     # ---- memory_patch
