@@ -32,7 +32,7 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Self
 
@@ -875,12 +875,21 @@ class FileStore:
             return [(e.copy(), score) for e, score in found]
 
     def recall(
-        self, query: str, *, scopes: Sequence[str], limit: int = 5, mode: str = "auto"
+        self,
+        query: str,
+        *,
+        scopes: Sequence[str],
+        limit: int = 5,
+        mode: str = "auto",
+        as_of: date | str | None = None,
+        include_superseded: bool = False,
     ) -> builtins.list[Hit[Entry]]:
         """At most ``limit`` entries of ``scopes`` ranked for ``query``, best first: BM25 and,
         when the store keeps vectors, the vector leg fused by reciprocal rank fusion (``mode``
-        ``"auto"`` is ``"hybrid"`` then, else ``"bm25"``). See :func:`agentmemory.store.recall_entries` for
-        the errors (:class:`~agentmemory.EmptyQueryError`, :class:`~agentmemory.InvalidEntryError`,
+        ``"auto"`` is ``"hybrid"`` then, else ``"bm25"``); entries out of date on ``as_of``
+        (default today) are left out unless ``include_superseded``
+        (docs/kinds.md#out-of-date-on-purpose-only). See :func:`agentmemory.store.recall_entries`
+        for the errors (:class:`~agentmemory.EmptyQueryError`, :class:`~agentmemory.InvalidEntryError`,
         ``ValueError``, :class:`~agentmemory.RecallModeError`)."""
         vector = None
         if self._vectors is not None:
@@ -893,6 +902,8 @@ class FileStore:
             mode=mode,
             bm25=BM25Recaller(self),
             vector=vector,
+            as_of=as_of,
+            include_superseded=include_superseded,
         )
 
     # -- lifetime --------------------------------------------------------------------------------

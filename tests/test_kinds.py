@@ -18,6 +18,7 @@ from agentmemory import (
     OMIT_RECALL_ONLY,
     ChromaStore,
     Entry,
+    FileStore,
     KindPolicy,
     KindPolicyError,
     KindRegistry,
@@ -51,10 +52,12 @@ def open_store(kind: str, tmp_path: Path, clock: Callable[[], datetime]) -> Stor
         return MemStore(clock=clock)
     if kind == "sqlite":
         return SqliteStore(tmp_path / "s.sqlite3", clock=clock)
+    if kind == "file":
+        return FileStore(tmp_path / "f", clock=clock)
     return ChromaStore.open(tmp_path / "c", embedder=HashingEmbedder(64), clock=clock)
 
 
-@pytest.fixture(params=["chroma", "mem", "sqlite"])
+@pytest.fixture(params=["chroma", "file", "mem", "sqlite"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     st = open_store(request.param, tmp_path, Clock())
     yield st

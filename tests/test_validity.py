@@ -13,6 +13,7 @@ import pytest
 from agentmemory import (
     ChromaStore,
     Entry,
+    FileStore,
     InvalidEntryError,
     MemStore,
     NotFoundError,
@@ -39,10 +40,12 @@ def open_store(kind: str, tmp_path: Path, clock: DayClock) -> Store:
         return MemStore(clock=clock)
     if kind == "sqlite":
         return SqliteStore(tmp_path / "s.sqlite3", clock=clock)
+    if kind == "file":
+        return FileStore(tmp_path / "f", clock=clock)
     return ChromaStore.open(tmp_path / "c", embedder=HashingEmbedder(64), clock=clock)
 
 
-KINDS = ["chroma", "mem", "sqlite"]
+KINDS = ["chroma", "file", "mem", "sqlite"]
 
 
 @pytest.fixture
