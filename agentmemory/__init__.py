@@ -66,6 +66,15 @@ from .manifest import (
     apply_manifest_record,
 )
 from .mem_store import MemStore
+from .recalled import (
+    DEFAULT_MIN_COSINE,
+    DEFAULT_RECALL_BYTES,
+    DEFAULT_RECALL_LIMIT,
+    RECALLED_PART_ID,
+    RecalledEntry,
+    RecalledManifest,
+    recall_part,
+)
 from .render import (
     DEFAULT_MAX_TOTAL_BYTES,
     PART_SEPARATOR,
@@ -103,6 +112,9 @@ __all__ = [
     "DEFAULT_KIND_POLICIES",
     "DEFAULT_MAX_ENTRY_BYTES",
     "DEFAULT_MAX_TOTAL_BYTES",
+    "DEFAULT_MIN_COSINE",
+    "DEFAULT_RECALL_BYTES",
+    "DEFAULT_RECALL_LIMIT",
     "DEFAULT_SEARCH_BYTES",
     "DEFAULT_SEARCH_LIMIT",
     "FALLBACK_KIND_POLICY",
@@ -118,6 +130,7 @@ __all__ = [
     "OMIT_KIND_LIMIT",
     "OMIT_RECALL_ONLY",
     "PART_SEPARATOR",
+    "RECALLED_PART_ID",
     "SOURCE_RECONCILED",
     "SUMMARY_PART_ID",
     "TITLE_PART_ID",
@@ -157,6 +170,8 @@ __all__ = [
     "NotFoundError",
     "Part",
     "RecallModeError",
+    "RecalledEntry",
+    "RecalledManifest",
     "Reconciliation",
     "RerankError",
     "SqliteStore",
@@ -182,6 +197,7 @@ __all__ = [
     "open_journal",
     "open_store",
     "part_id",
+    "recall_part",
     "render",
     "render_parts",
     "session",

@@ -1,7 +1,10 @@
 """An MCP server over the memory tools, with the official ``mcp`` SDK (low-level ``Server``).
 
 It offers the four tools of :func:`agentmemory.tools` (schemas, descriptions and annotations as
-they are) and the rendered memory block as the resource ``memory://block`` (Markdown). Its
+they are), the rendered memory block as the resource ``memory://block`` (Markdown), and the
+per-turn part as the prompt ``memory-recall``, which takes the turn's ``hint`` (the latest user
+message) and returns one user message holding the entries recalled for it
+(:func:`agentmemory.recall_part`, ``docs/kinds.md#the-per-turn-part``). Its
 ``instructions`` are :func:`agentmemory.usage`. ``agentmemory mcp --path DIR --scope user --scope
 project`` runs it over stdio (see :mod:`agentmemory.cli`).
 
@@ -25,17 +28,26 @@ from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
+from .kinds import KindRegistry
 from .manifest import Manifest
+from .recalled import DEFAULT_RECALL_BYTES, recall_part
 from .render import DEFAULT_MAX_TOTAL_BYTES, render
 from .store import Store
 from .tool_adapters import call_tool
 from .tools import DEFAULT_SEARCH_BYTES, DEFAULT_SEARCH_LIMIT, Tool, tools
 from .usage import usage
 
-__all__ = ["BLOCK_URI", "SERVER_NAME", "MemoryServer", "serve_stdio"]
+__all__ = ["BLOCK_URI", "RECALL_PROMPT", "SERVER_NAME", "MemoryServer", "serve_stdio"]
 
 BLOCK_URI = "memory://block"
 """The URI of the resource holding the rendered memory block (``text/markdown``)."""
+
+RECALL_PROMPT = "memory-recall"
+"""The name of the prompt that returns the per-turn part for its ``hint`` argument."""
+
+NOTHING_RECALLED = "No memory recalled for this turn."
+"""The prompt's message when recall finds nothing for the hint (so a client can always insert
+what it gets)."""
 
 SERVER_NAME = "agentmemory"
 """The server name given to MCP clients."""
@@ -60,6 +72,11 @@ class MemoryServer:
             ``scopes``.
         max_total_bytes: the bound of the rendered block, in UTF-8 bytes (default 32768).
         search_limit, search_bytes: as :func:`agentmemory.tools` takes them.
+        policy: a :class:`~agentmemory.KindRegistry`: the block shows only its always-shown
+            kinds, the ``memory-recall`` prompt recalls the others, and ``memory_save``'s
+            ``type`` lists its kinds. ``None`` (default): the block shows every entry, and the
+            prompt uses the default policy.
+        recall_bytes: the bound of the per-turn part, in UTF-8 bytes (default 8192).
 
     Raises:
         ToolConfigError: (a ``ValueError``) for scopes the tools refuse.
@@ -74,8 +91,12 @@ class MemoryServer:
         max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES,
         search_limit: int = DEFAULT_SEARCH_LIMIT,
         search_bytes: int = DEFAULT_SEARCH_BYTES,
+        policy: KindRegistry | None = None,
+        recall_bytes: int = DEFAULT_RECALL_BYTES,
     ) -> None:
         self.store = store
+        self.policy = policy
+        self.recall_bytes = recall_bytes
         self._lock = threading.Lock()
         self._shown: Manifest | None = None
         self.tools: list[Tool] = tools(
@@ -85,6 +106,7 @@ class MemoryServer:
             rendered=self._last_shown,
             search_limit=search_limit,
             search_bytes=search_bytes,
+            kinds=policy,
         )
         self.block_scopes = [*scopes, *read_scopes]
         self.max_total_bytes = max_total_bytes
@@ -97,6 +119,8 @@ class MemoryServer:
             on_call_tool=self._call_tool,
             on_list_resources=self._list_resources,
             on_read_resource=self._read_resource,
+            on_list_prompts=self._list_prompts,
+            on_get_prompt=self._get_prompt,
         )
 
     def _last_shown(self) -> Manifest | None:
@@ -104,9 +128,21 @@ class MemoryServer:
 
     def block(self) -> str:
         """Render the block now (``memory://block``) and remember its manifest for saves."""
-        text, manifest = render(self.store, self.block_scopes, max_total_bytes=self.max_total_bytes)
+        text, manifest = render(
+            self.store,
+            self.block_scopes,
+            max_total_bytes=self.max_total_bytes,
+            policy=self.policy,
+        )
         self._shown = manifest
         return text
+
+    def recalled(self, hint: str) -> str:
+        """The per-turn part for ``hint`` (``memory-recall``), or :data:`NOTHING_RECALLED`."""
+        part, _ = recall_part(
+            self.store, self.block_scopes, hint, max_bytes=self.recall_bytes, policy=self.policy
+        )
+        return part.text if part is not None else NOTHING_RECALLED
 
     def mcp_tools(self) -> list[types.Tool]:
         """The tools as MCP ``Tool`` definitions, annotations included."""
@@ -176,6 +212,46 @@ class MemoryServer:
             contents=[
                 types.TextResourceContents(uri=BLOCK_URI, mime_type="text/markdown", text=text)
             ]
+        )
+
+    async def _list_prompts(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListPromptsResult:
+        prompt = types.Prompt(
+            name=RECALL_PROMPT,
+            title="Memory recalled for this turn",
+            description="The memory entries recalled for what the conversation is about now "
+            "(project notes, references), to put after the memory block for this turn only",
+            arguments=[
+                types.PromptArgument(
+                    name="hint",
+                    description="What the turn is about: the latest user message",
+                    required=True,
+                )
+            ],
+        )
+        return types.ListPromptsResult(prompts=[prompt])
+
+    def _recalled_locked(self, hint: str) -> str:
+        with self._lock:
+            return self.recalled(hint)
+
+    async def _get_prompt(
+        self, ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
+        if params.name != RECALL_PROMPT:
+            raise MCPError(
+                types.INVALID_PARAMS, f"no prompt {params.name}; this server has {RECALL_PROMPT}"
+            )
+        hint = (params.arguments or {}).get("hint")
+        if not isinstance(hint, str):
+            raise MCPError(
+                types.INVALID_PARAMS, f"prompt {RECALL_PROMPT} needs the argument hint (text)"
+            )
+        text = await anyio.to_thread.run_sync(self._recalled_locked, hint)
+        return types.GetPromptResult(
+            description="Memory recalled for this turn",
+            messages=[types.PromptMessage(role="user", content=types.TextContent(text=text))],
         )
 
     async def run_stdio(self) -> None:
