@@ -747,10 +747,18 @@ def search_command(
     show_default=True,
     help="The bound of the block, in UTF-8 bytes.",
 )
+@click.option(
+    "--policy",
+    type=click.Choice(["none", "default"]),
+    default="none",
+    show_default=True,
+    help="default: show only the always-shown kinds (user, feedback) and name the rest as "
+    "recalled when relevant; none: show every entry.",
+)
 @_path_option
 @_json_option
 def render_command(
-    scopes: tuple[str, ...], max_total_bytes: int, path: Path | None, as_json: bool
+    scopes: tuple[str, ...], max_total_bytes: int, policy: str, path: Path | None, as_json: bool
 ) -> None:
     """Print the memory block of SCOPES that the model reads, byte for byte.
 
@@ -758,14 +766,65 @@ def render_command(
     what it left out, and why).
     """
     from .entries import utf8_len
+    from .kinds import KindRegistry
     from .render import render
 
+    registry = KindRegistry() if policy == "default" else None
     with _open_journal(path) as store:
-        block, manifest = render(store, list(scopes), max_total_bytes=max_total_bytes)
+        block, manifest = render(
+            store, list(scopes), max_total_bytes=max_total_bytes, policy=registry
+        )
     if as_json:
         _echo_json({"block": block, "bytes": utf8_len(block), "manifest": manifest.to_dict()})
         return
     click.echo(block)
+
+
+@main.command("recall-part", short_help="Print the memory recalled for one turn's hint.")
+@click.argument("hint", nargs=-1, required=True)
+@click.option(
+    "--scope", "scopes", multiple=True, help="A scope to recall from; repeat (default: all)."
+)
+@click.option(
+    "--max-bytes",
+    type=click.IntRange(min=1),
+    default=8 * 1024,
+    show_default=True,
+    help="The bound of the part, in UTF-8 bytes.",
+)
+@_path_option
+@_embedder_option
+@_json_option
+def recall_part_command(
+    hint: tuple[str, ...],
+    scopes: tuple[str, ...],
+    max_bytes: int,
+    path: Path | None,
+    embedder_name: str | None,
+    as_json: bool,
+) -> None:
+    """Print the per-turn part for HINT: the recalled-only entries (project notes, references)
+    hybrid recall ranks for it, above the score floor, under the default kind policy.
+
+    Prints nothing but a line on stderr when nothing is recalled. With --json:
+    {"part": text or null, "bytes", "manifest"} (each entry with its fused score and legs).
+    """
+    from .entries import utf8_len
+    from .recalled import recall_part
+
+    text = " ".join(hint)
+    with _open_index(path, embedder_name, create=False) as store:
+        wanted = list(scopes) or _live_scopes(store.journal_store)
+        part, manifest = recall_part(store, wanted, text, max_bytes=max_bytes)
+    if as_json:
+        body = part.text if part is not None else None
+        _echo_json({"part": body, "bytes": utf8_len(body or ""), "manifest": manifest.to_dict()})
+        return
+    if part is None:
+        why = manifest.reason or "nothing fits in the bound"
+        click.echo(f"nothing recalled for {text!r} ({why})", err=True)
+        return
+    click.echo(part.text)
 
 
 # --- the journal ----------------------------------------------------------------------------
@@ -1152,17 +1211,27 @@ def reconcile_command(path: Path | None, as_json: bool) -> None:
     show_default=True,
     help="The bound of the rendered block (memory://block), in bytes.",
 )
+@click.option(
+    "--policy",
+    type=click.Choice(["none", "default"]),
+    default="none",
+    show_default=True,
+    help="default: the block shows only user and feedback entries, and the prompt "
+    "memory-recall recalls the others per turn; none: the block shows every entry.",
+)
 def mcp_command(
     path: Path | None,
     scopes: tuple[str, ...],
     read_scopes: tuple[str, ...],
     embedder_name: str | None,
     max_total_bytes: int,
+    policy: str,
 ) -> None:
-    """Serve the memory tools and the rendered block over MCP on stdio.
+    """Serve the memory tools, the rendered block and the per-turn part over MCP on stdio.
 
     The tools are memory_save, memory_patch, memory_forget and memory_search; the block is the
-    resource memory://block. Stops when the client closes stdin.
+    resource memory://block; the prompt memory-recall takes a hint and returns what is recalled
+    for it. Stops when the client closes stdin.
     """
     logging.basicConfig(level=logging.WARNING)  # stderr: stdout carries the protocol
     from .mcp_server import MemoryServer, serve_stdio
@@ -1175,8 +1244,14 @@ def mcp_command(
         raise click.UsageError(str(exc)) from None
     store = _open_index(path, embedder_name, create=True)
     try:
+        from .kinds import KindRegistry
+
         server = MemoryServer(
-            store, scopes, read_scopes=read_scopes, max_total_bytes=max_total_bytes
+            store,
+            scopes,
+            read_scopes=read_scopes,
+            max_total_bytes=max_total_bytes,
+            policy=KindRegistry() if policy == "default" else None,
         )
         serve_stdio(server)
     finally:

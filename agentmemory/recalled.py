@@ -24,11 +24,13 @@ from typing import Any
 
 from recallers import DEFAULT_TOKENIZER, LEG_BM25, LEG_VECTOR, Hit, LegScore, Tokenizer
 
-from .entries import Entry, check_scope, go_quote, utf8_len
+from .entries import Entry, utf8_len
 from .errors import BudgetError, InvalidEntryError
 from .kinds import KindRegistry, kind_of
 from .manifest import OMIT_BUDGET
 from .render import PART_SEPARATOR, Part
+from .rules import check_scope
+from .wire import go_quote
 
 __all__ = [
     "DEFAULT_MIN_COSINE",

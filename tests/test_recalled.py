@@ -123,7 +123,9 @@ def test_the_part_is_bounded_and_names_what_did_not_fit(store: Store) -> None:
 
 def test_each_kind_keeps_its_cap_and_the_limit_holds(store: Store) -> None:
     for i in range(6):
-        store.put(Entry("docs", f"ref-{i}", f"manual page {i} about kernels", {"type": "reference"}))
+        store.put(
+            Entry("docs", f"ref-{i}", f"manual page {i} about kernels", {"type": "reference"})
+        )
     _, manifest = recall_part(store, ["docs"], "kernels")
     assert len(manifest.entries) == 4  # reference: at most 4
     for i in range(7):
