@@ -43,6 +43,7 @@ from .errors import (
     ToolConfigError,
 )
 from .file_store import FileStore, Reconciliation, UnjournaledFile
+from .forget_session import forget_session
 from .journal import LostUpdate, lost_updates
 from .kinds import (
     DEFAULT_KIND_POLICIES,
@@ -94,7 +95,7 @@ from .rules import (
     matches,
     valid_name,
 )
-from .session import current_session, session
+from .session import Provenance, current_provenance, current_session, provenance, session
 from .sqlite_store import SqliteStore
 from .store import EmptyQueryError, Store
 from .store_folder import default_store_path, open_journal, open_store
@@ -169,6 +170,7 @@ __all__ = [
     "NoStoreError",
     "NotFoundError",
     "Part",
+    "Provenance",
     "RecallModeError",
     "RecalledEntry",
     "RecalledManifest",
@@ -186,10 +188,12 @@ __all__ = [
     "apply_manifest_record",
     "check_entry",
     "content_hash",
+    "current_provenance",
     "current_session",
     "default_store_path",
     "dispatch_anthropic",
     "dispatch_openai",
+    "forget_session",
     "join_parts",
     "kind_of",
     "lost_updates",
@@ -197,6 +201,7 @@ __all__ = [
     "open_journal",
     "open_store",
     "part_id",
+    "provenance",
     "recall_part",
     "render",
     "render_parts",

@@ -430,6 +430,12 @@ class ChromaStore:
         name, meta values or content, any case), at most ``limit`` when ``limit > 0``."""
         return self._journal.search(scopes, query, limit)
 
+    def last_written_by(
+        self, session_id: str, scopes: Sequence[str]
+    ) -> tuple[dict[tuple[str, str], str], builtins.list[str]]:
+        """See :meth:`agentmemory.SqliteStore.last_written_by` (the journal's indexes)."""
+        return self._journal.last_written_by(session_id, scopes)
+
     def superseding(self, scopes: Sequence[str]) -> builtins.list[Entry]:
         """The live entries of ``scopes`` with a ``supersedes`` meta (the journal's index)."""
         return self._journal.superseding(scopes)

@@ -479,6 +479,11 @@ def _change_line(change: Change) -> str:
         parts.append(f"session {change.session}")
     if change.source:
         parts.append(change.source)
+    for label, value in (("message", change.message), ("tool", change.tool)):
+        if value:
+            parts.append(f"{label} {value}")
+    if change.reason:
+        parts.append(f"reason {change.reason!r}")
     return "  ".join(parts)
 
 

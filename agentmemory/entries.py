@@ -120,6 +120,11 @@ class Change:
         session: the session that wrote it (``agentmemory.session``), ``""`` when unattributed.
         source: ``""`` for a write through the store, ``"reconciled"`` for a state found.
         at: when the change was made (aware UTC); for display only, ``seq`` orders records.
+        message: the id of the conversation message the write came from, ``""`` when unknown.
+        tool: the tool that made the write (``memory_save``, ...), ``""`` for a direct call.
+        reason: why the write was made, in the writer's words, ``""`` when not given.
+            The three are the write's provenance, set with :func:`agentmemory.provenance`
+            (docs/kinds.md#provenance).
     """
 
     seq: int
@@ -129,6 +134,9 @@ class Change:
     session: str = ""
     source: str = ""
     at: datetime | None = field(default=None)
+    message: str = ""
+    tool: str = ""
+    reason: str = ""
 
     def copy(self) -> Change:
         """Return a copy that shares no mutable state (its entry's meta is a new dict)."""
@@ -140,4 +148,7 @@ class Change:
             session=self.session,
             source=self.source,
             at=self.at,
+            message=self.message,
+            tool=self.tool,
+            reason=self.reason,
         )

@@ -128,6 +128,17 @@ def _m003_supersedes_index(conn: sqlite3.Connection) -> None:
     )
 
 
+_SESSION = "json_extract(line, '$.session')"
+"""The expression of a journal record's session; index and queries must spell it the same."""
+
+
+def _m004_journal_session_index(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS memory_journal_session ON memory_journal"
+        f" ({_SESSION}, scope, name, seq) WHERE {_SESSION} IS NOT NULL"
+    )
+
+
 MIGRATIONS: builtins.list[Migration] = [
     Migration(
         1,
@@ -145,6 +156,9 @@ MIGRATIONS: builtins.list[Migration] = [
     # The entries that retire another (docs/kinds.md#out-of-date-on-purpose-only), found by a
     # partial index instead of a scan of every entry on each recall.
     Migration(3, "m003_supersedes_index", _m003_supersedes_index, {}),
+    # The journal by session, for forget_session (docs/kinds.md#forgetting-a-session). The
+    # record itself is unchanged: provenance rides in the line as members Go ignores.
+    Migration(4, "m004_journal_session_index", _m004_journal_session_index, {}),
 ]
 """The schema steps in order. Append new ones; never edit or reorder an applied one."""
 
@@ -855,6 +869,39 @@ class SqliteStore:
                 ).fetchall()
                 out.extend(_row_entry(scope, *r) for r in rows)
         return out
+
+    def last_written_by(
+        self, session_id: str, scopes: Sequence[str]
+    ) -> tuple[dict[tuple[str, str], str], builtins.list[str]]:
+        """The live entries of ``scopes`` whose last journal record ``session_id`` wrote, with
+        the hash that record wrote; and the scopes of ``scopes`` with no journal record at all.
+
+        Read in one snapshot through the indexes of ``m004_journal_session_index`` (records by
+        session) and ``m001`` (records by entry), so the cost follows what the session wrote.
+        """
+        found: dict[tuple[str, str], str] = {}
+        unknown: builtins.list[str] = []
+        with self._read() as conn:
+            for scope in dict.fromkeys(scopes):
+                if (
+                    conn.execute(
+                        "SELECT 1 FROM memory_journal WHERE scope = ? LIMIT 1", (scope,)
+                    ).fetchone()
+                    is None
+                ):
+                    unknown.append(scope)
+                    continue
+                rows = conn.execute(
+                    "SELECT j.name, m.hash FROM memory_journal AS j"
+                    " JOIN memory_entries AS m ON m.scope = j.scope AND m.name = j.name"
+                    f" WHERE {_SESSION.replace('line', 'j.line')} = ? AND j.scope = ?"
+                    " AND j.seq = (SELECT MAX(k.seq) FROM memory_journal AS k"
+                    " WHERE k.scope = j.scope AND k.name = j.name)",
+                    (session_id, scope),
+                ).fetchall()
+                for name, hash_ in rows:
+                    found[(scope, str(name))] = str(hash_)
+        return found, unknown
 
     def recall(
         self,

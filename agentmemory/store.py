@@ -27,7 +27,7 @@ from recallers import (
 from .entries import Change, Entry, content_hash
 from .errors import AgentMemoryError, ConflictError, RecallModeError, RerankError
 from .rules import check_entry, check_scope, check_size, matches
-from .session import current_session
+from .session import current_provenance, current_session
 from .validity import InForceLeg, check_validity_meta, in_force_filter
 
 if TYPE_CHECKING:
@@ -186,8 +186,17 @@ def plan_put(
         updated=now,
         deleted=False,
     )
+    where = current_provenance()
     return Change(
-        seq=seq, entry=new, prev=prev, replaced=have, session=current_session(session), at=now
+        seq=seq,
+        entry=new,
+        prev=prev,
+        replaced=have,
+        session=current_session(session),
+        at=now,
+        message=where.message,
+        tool=where.tool,
+        reason=where.reason,
     )
 
 
@@ -195,6 +204,7 @@ def plan_forget(stored: Entry, *, seq: int, now: datetime, session: str | None =
     """Return the tombstone record for the live entry ``stored``: its last content and meta with
     ``deleted=True`` and ``updated == now``; ``prev == replaced ==`` its hash."""
     tomb = stored.copy(updated=now, deleted=True)
+    where = current_provenance()
     return Change(
         seq=seq,
         entry=tomb,
@@ -202,6 +212,9 @@ def plan_forget(stored: Entry, *, seq: int, now: datetime, session: str | None =
         replaced=stored.hash,
         session=current_session(session),
         at=now,
+        message=where.message,
+        tool=where.tool,
+        reason=where.reason,
     )
 
 

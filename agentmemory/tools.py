@@ -38,6 +38,7 @@ from .errors import (
 from .kinds import KIND_META, KindRegistry
 from .manifest import Manifest
 from .rules import check_scope, valid_name
+from .session import provenance
 from .store import EmptyQueryError, Store
 from .validity import META_SUPERSEDES
 from .wire import go_quote
@@ -502,7 +503,8 @@ class _Kit:
     ) -> Callable[[dict[str, Any]], ToolResult]:
         def run(args: dict[str, Any]) -> ToolResult:
             try:
-                return body(args)
+                with provenance(tool=name):  # the journal record names the tool that wrote it
+                    return body(args)
             except _Refused as exc:
                 return _error(str(exc))
             except AgentMemoryError as exc:

@@ -133,14 +133,26 @@ def encode_entry(e: Entry) -> str:
 
 
 def encode_change(c: Change) -> str:
-    """Return ``c`` as one compact JSON line without the trailing newline, in Go's member order."""
+    """Return ``c`` as one compact JSON line without the trailing newline, in Go's member order.
+
+    The provenance members ``message``, ``tool`` and ``reason`` follow ``at`` and are left out
+    when empty, so a record without provenance is the Go module's line byte for byte, and the Go
+    reader, which ignores unknown members, reads one with it (docs/kinds.md#provenance)."""
     d: dict[str, Any] = {"seq": c.seq, "entry": _entry_dict(c.entry)}
     for k in ("prev", "replaced", "session", "source"):
         v = getattr(c, k)
         if v:
             d[k] = v
     d["at"] = format_time(c.at) if c.at else "0001-01-01T00:00:00Z"
+    for k in ("message", "tool", "reason"):  # provenance: after Go's members, when set
+        v = getattr(c, k)
+        if v:
+            d[k] = v
     return go_json(d)
+
+
+def _text(v: object) -> str:
+    return v if isinstance(v, str) else ""
 
 
 def decode_change(line: str, *, seq: int | None = None) -> Change:
@@ -174,4 +186,7 @@ def decode_change(line: str, *, seq: int | None = None) -> Change:
         session=d.get("session", "") or "",
         source=d.get("source", "") or "",
         at=parse_time(d["at"]) if d.get("at") else None,
+        message=_text(d.get("message")),
+        tool=_text(d.get("tool")),
+        reason=_text(d.get("reason")),
     )

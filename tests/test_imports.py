@@ -28,6 +28,7 @@ OURS_ON_IMPORT = {
     "agentmemory.errors",
     "agentmemory.file_store",
     "agentmemory.folder_lock",
+    "agentmemory.forget_session",
     "agentmemory.index_cursor",
     "agentmemory.index_sync",
     "agentmemory.journal",
