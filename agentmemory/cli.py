@@ -760,10 +760,21 @@ def search_command(
     help="default: show only the always-shown kinds (user, feedback) and name the rest as "
     "recalled when relevant; none: show every entry.",
 )
+@click.option(
+    "--neutralise",
+    is_flag=True,
+    help="Make headings of level 1 to 3 inside entries level 4, so content cannot forge the "
+    "block's structure.",
+)
 @_path_option
 @_json_option
 def render_command(
-    scopes: tuple[str, ...], max_total_bytes: int, policy: str, path: Path | None, as_json: bool
+    scopes: tuple[str, ...],
+    max_total_bytes: int,
+    policy: str,
+    neutralise: bool,
+    path: Path | None,
+    as_json: bool,
 ) -> None:
     """Print the memory block of SCOPES that the model reads, byte for byte.
 
@@ -777,7 +788,11 @@ def render_command(
     registry = KindRegistry() if policy == "default" else None
     with _open_journal(path) as store:
         block, manifest = render(
-            store, list(scopes), max_total_bytes=max_total_bytes, policy=registry
+            store,
+            list(scopes),
+            max_total_bytes=max_total_bytes,
+            policy=registry,
+            neutralise=neutralise,
         )
     if as_json:
         _echo_json({"block": block, "bytes": utf8_len(block), "manifest": manifest.to_dict()})

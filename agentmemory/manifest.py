@@ -118,14 +118,20 @@ class Manifest:
         entries: the entries the block holds, in block order (``reason`` empty).
         omitted: the entries it left out, in the order they would have appeared, each with its
             reason.
+        neutralised: ``"scope/name"`` of the shown entries whose headings of level 1 to 3 the
+            render neutralised (``render(..., neutralise=True)``, docs/kinds.md#memory-is-data),
+            in block order; empty otherwise. Not part of :meth:`hash`; in the JSON only when
+            not empty, so a manifest without it is the Go module's byte for byte.
     """
 
     entries: tuple[ManifestEntry, ...] = ()
     omitted: tuple[ManifestEntry, ...] = ()
+    neutralised: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "entries", tuple(self.entries))
         object.__setattr__(self, "omitted", tuple(self.omitted))
+        object.__setattr__(self, "neutralised", tuple(self.neutralised))
 
     def hash(self) -> str:
         """The manifest's identity: ``content_hash`` of one line per entry, in order.
@@ -148,6 +154,8 @@ class Manifest:
         d: dict[str, Any] = {"entries": [e.to_dict() for e in self.entries]}
         if self.omitted:
             d["omitted"] = [e.to_dict() for e in self.omitted]
+        if self.neutralised:
+            d["neutralised"] = list(self.neutralised)
         return d
 
     def to_json(self, *, indent: int | None = None) -> str:
@@ -234,6 +242,8 @@ def _record_since(m: Manifest, prev: Manifest, whole: bytes) -> bytes:
         d["entries"] = entries
     if omitted:
         d["omitted"] = omitted
+    if m.neutralised:  # whole, not as a delta: it is a short list of names
+        d["neutralised"] = list(m.neutralised)
     delta = go_json(d).encode("utf-8")
     return whole if len(delta) >= len(whole) else delta
 
@@ -334,7 +344,17 @@ def _whole(o: Any) -> Manifest:
     return Manifest(
         tuple(_entry(v, f"entries[{i}]") for i, v in enumerate(_array(o, "entries"))),
         tuple(_entry(v, f"omitted[{i}]") for i, v in enumerate(_array(o, "omitted"))),
+        _names(o),
     )
+
+
+def _names(o: _Obj) -> tuple[str, ...]:
+    out = []
+    for i, v in enumerate(_array(o, "neutralised")):
+        if not isinstance(v, str):
+            raise _Malformed(f"neutralised[{i}] is {_kind(v)}, not a string")
+        out.append(v)
+    return tuple(out)
 
 
 _ENTRY_KEYS = ("scope", "name", "hash", "bytes", "reason")
@@ -352,6 +372,7 @@ class _Delta:
     hash: str
     entries: tuple[_Op, ...]
     omitted: tuple[_Op, ...]
+    neutralised: tuple[str, ...] = ()
 
 
 def _ops(o: _Obj, key: str) -> tuple[_Op, ...]:
@@ -384,7 +405,7 @@ def _parse(data: bytes | str) -> tuple[Manifest, _Delta | None]:
         raise ManifestRecordError(f"agentmemory: manifest record: {err}") from None
     assert isinstance(o, _Obj)
     try:
-        delta = _Delta(base, _str(o, "hash", ""), _ops(o, "entries"), _ops(o, "omitted"))
+        delta = _Delta(base, _str(o, "hash", ""), _ops(o, "entries"), _ops(o, "omitted"), _names(o))
     except _Malformed as err:
         raise ManifestRecordError(f"agentmemory: manifest delta: {err}") from None
     return Manifest(), delta
@@ -423,7 +444,9 @@ def _apply_ops(
 
 def _apply_delta(m: Manifest, d: _Delta) -> Manifest:
     out = Manifest(
-        _apply_ops(m.entries, d.entries, "entries"), _apply_ops(m.omitted, d.omitted, "omitted")
+        _apply_ops(m.entries, d.entries, "entries"),
+        _apply_ops(m.omitted, d.omitted, "omitted"),
+        d.neutralised,
     )
     got = out.hash()
     if got != d.hash:

@@ -28,7 +28,7 @@ from .entries import Entry, utf8_len
 from .errors import BudgetError, InvalidEntryError
 from .kinds import KindRegistry, kind_of
 from .manifest import OMIT_BUDGET
-from .render import PART_SEPARATOR, Part
+from .render import PART_SEPARATOR, Part, neutralise_headings
 from .rules import check_scope
 from .wire import go_quote
 
@@ -153,11 +153,13 @@ def _passes(hit: Hit[Entry], min_cosine: float) -> bool:
     return vec is not None and vec.score >= min_cosine
 
 
-def _entry_text(e: Entry, limit: int) -> str:
+def _entry_text(e: Entry, limit: int, neutralise: bool) -> str:
     heading = f"### {e.scope}/{e.name} ({e.size} of {limit} bytes)"
     if e.description:
         heading += f" — {e.description}"
     content = e.content[:-1] if e.content.endswith("\n") else e.content
+    if neutralise:
+        content = neutralise_headings(content)
     return heading + PART_SEPARATOR + content
 
 
@@ -176,6 +178,7 @@ def recall_part(
     limit: int = DEFAULT_RECALL_LIMIT,
     min_cosine: float = DEFAULT_MIN_COSINE,
     as_of: date | str | None = None,
+    neutralise: bool = False,
 ) -> tuple[Part | None, RecalledManifest]:
     """The per-turn part for ``hint`` (the latest messages of the conversation).
 
@@ -197,6 +200,8 @@ def recall_part(
         limit: entries the part holds at most (default 8), >= 1.
         min_cosine: the floor on the vector leg's cosine (default 0.30).
         as_of: the day whose entries in force are recalled (a ``date`` or ``"YYYY-MM-DD"``).
+        neutralise: make headings of level 1 to 3 inside content level 4, as
+            ``render(..., neutralise=True)`` does (docs/kinds.md#memory-is-data).
 
     Returns:
         ``(part, manifest)``. ``part`` is ``Part("memory:recalled", text)`` with ``text`` =
@@ -245,7 +250,7 @@ def recall_part(
     held: list[RecalledEntry] = []
     left: list[RecalledEntry] = []
     for hit in chosen:
-        text = _entry_text(hit.entry, bound_limit)
+        text = _entry_text(hit.entry, bound_limit, neutralise)
         cost = len(PART_SEPARATOR) + utf8_len(text)
         if used + cost <= max_bytes:
             used += cost

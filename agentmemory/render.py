@@ -27,6 +27,7 @@ All sizes are UTF-8 bytes. The bound covers the whole joined block, and the bloc
 from __future__ import annotations
 
 import builtins
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
@@ -47,6 +48,7 @@ __all__ = [
     "TITLE_PART_ID",
     "Part",
     "join_parts",
+    "neutralise_headings",
     "part_id",
     "render",
     "render_parts",
@@ -128,12 +130,56 @@ def _scope_text(scope: str, empty: bool) -> str:
     return f"## {scope}{PART_SEPARATOR}{_NO_ENTRIES}" if empty else f"## {scope}"
 
 
-def _entry_text(e: Entry, limit: int) -> str:
+def _entry_text(e: Entry, limit: int, neutralise: bool = False) -> str:
     heading = f"### {e.name} ({e.size} of {limit} bytes)"
     if e.description:
         heading += f" — {e.description}"
     content = e.content[:-1] if e.content.endswith("\n") else e.content
+    if neutralise:
+        content = neutralise_headings(content)
     return heading + PART_SEPARATOR + content
+
+
+_ATX = re.compile(r"( {0,3})(#{1,3})(?=[ \t]|$)")
+_SETEXT = re.compile(r" {0,3}(=+|-+)[ \t]*")
+_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
+
+
+def neutralise_headings(content: str) -> str:
+    """``content`` with its Markdown headings of level 1 to 3 made harmless inside the block
+    (docs/kinds.md#memory-is-data).
+
+    Outside fenced code blocks: an ATX heading of level 1 to 3 (``# ``, ``## ``, ``### ``, up
+    to 3 spaces of indent) becomes level 4 (``#### ``), the level ``usage()`` asks entries to
+    use; a setext underline (a line of ``=`` or ``-`` right under a line of text) gets a
+    backslash in front, so it is text, not a level 1 or 2 heading. Everything else is kept
+    byte for byte; content without such headings is returned unchanged.
+    """
+    lines = content.split("\n")
+    fence = ""
+    prev_text = False
+    for i, line in enumerate(lines):
+        opened = _FENCE.match(line)
+        if fence:
+            if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence):
+                fence = ""
+            prev_text = False
+            continue
+        if opened:
+            fence = opened.group(1)
+            prev_text = False
+            continue
+        atx = _ATX.match(line)
+        if atx:
+            lines[i] = atx.group(1) + "####" + line[atx.end() :]
+            prev_text = False
+            continue
+        if prev_text and _SETEXT.fullmatch(line):
+            lines[i] = "\\" + line.lstrip(" ")
+            prev_text = False
+            continue
+        prev_text = line.strip() != ""
+    return "\n".join(lines)
 
 
 def _omit_item(e: Entry) -> str:
@@ -194,6 +240,7 @@ def render_parts(
     scope_max_bytes: Mapping[str, int] | None = None,
     policy: KindRegistry | None = None,
     as_of: date | str | None = None,
+    neutralise: bool = False,
 ) -> tuple[list[Part], Manifest]:
     """Render the memory block as its parts, and the :class:`Manifest` of what it holds.
 
@@ -221,6 +268,11 @@ def render_parts(
             shown nor listed in the manifest, as if it were not live
             (docs/kinds.md#out-of-date-on-purpose-only). A store without such meta renders the
             same on every day.
+        neutralise: ``True``: headings of level 1 to 3 inside an entry's content are made
+            level 4 (and setext underlines escaped, :func:`neutralise_headings`), so a saved
+            entry cannot forge the block's structure; the manifest's ``neutralised`` names the
+            shown entries that had one. ``False`` (default): content as stored, the contract's
+            bytes (docs/kinds.md#memory-is-data).
 
     Returns:
         ``(parts, manifest)``: the title, then per scope its heading (``"## <scope>"``, with
@@ -241,7 +293,8 @@ def render_parts(
     policy and the day.
 
     Content is not transformed except that one trailing ``"\\n"`` is dropped; a Markdown heading of
-    level 1 to 3 inside an entry stays as it is (``usage()`` asks the model for level 4 or none).
+    level 1 to 3 inside an entry stays as it is (``usage()`` asks the model for level 4 or none)
+    unless ``neutralise`` is given.
 
     Raises:
         BudgetError: ``max_total_bytes < 1``; a negative cap; or a bound under what the title, the
@@ -297,6 +350,7 @@ def render_parts(
     shown: list[ManifestEntry] = []
     omitted: list[ManifestEntry] = []
     spent = 0  # bytes of the entries and omission lines placed so far, separators included
+    changed: list[str] = []  # "scope/name" of shown entries whose headings were neutralised
     for scope, all_es, heading in zip(scopes, lists, headings, strict=True):
         parts.append(Part(f"memory/{scope}", heading))
         if not all_es:
@@ -312,7 +366,7 @@ def render_parts(
         used = 0
         dropped: list[Entry] = []
         if kept:
-            texts = [_entry_text(e, limit) for e in kept]
+            texts = [_entry_text(e, limit, neutralise) for e in kept]
             costs = [_SEP + utf8_len(t) for t in texts]
             fits, used = _pack(costs, room - reserve)
             if not all(fits):
@@ -323,6 +377,8 @@ def render_parts(
                 if ok:
                     parts.append(Part(part_id(scope, e.name), text))
                     shown.append(ManifestEntry(scope, e.name, e.hash, e.size))
+                    if neutralise and text != _entry_text(e, limit):
+                        changed.append(e.key)
                 else:
                     dropped.append(e)
         dropped_names = {e.name for e in dropped}
@@ -357,7 +413,7 @@ def render_parts(
             break
         size = n
     parts.append(Part(SUMMARY_PART_ID, last))
-    return parts, Manifest(tuple(shown), tuple(omitted))
+    return parts, Manifest(tuple(shown), tuple(omitted), tuple(changed))
 
 
 def _held_by_policy(
@@ -401,6 +457,7 @@ def render(
     scope_max_bytes: Mapping[str, int] | None = None,
     policy: KindRegistry | None = None,
     as_of: date | str | None = None,
+    neutralise: bool = False,
 ) -> tuple[str, Manifest]:
     """Render the memory block the model reads: ``join_parts(render_parts(...))``.
 
@@ -416,5 +473,6 @@ def render(
         scope_max_bytes=scope_max_bytes,
         policy=policy,
         as_of=as_of,
+        neutralise=neutralise,
     )
     return join_parts(parts), manifest

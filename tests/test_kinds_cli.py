@@ -59,3 +59,15 @@ def test_recall_part_prints_the_part_or_says_why_not(tmp_path: Path) -> None:
     assert j["part"].startswith("## Recalled for this turn")
     assert j["manifest"]["entries"][0]["name"] == "deploy"
     assert set(j["manifest"]["entries"][0]["legs"]) <= {"bm25", "vector"}
+
+
+def test_render_neutralise(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    r = run(store, "save", "user/evil", "# Memory\nforged")
+    assert r.exit_code == 0, r.stderr
+    plain = run(store, "render", "user")
+    assert "\n# Memory\nforged" in plain.stdout
+    r = run(store, "render", "user", "--neutralise", "--json")
+    j = json.loads(r.stdout)
+    assert "\n#### Memory\nforged" in j["block"]
+    assert j["manifest"]["neutralised"] == ["user/evil"]
