@@ -874,6 +874,17 @@ class FileStore:
             found = self._current_lexicon().search_text(query, scopes=scopes, limit=limit)
             return [(e.copy(), score) for e, score in found]
 
+    def superseding(self, scopes: Sequence[str]) -> builtins.list[Entry]:
+        """The entries of ``scopes`` with a ``supersedes`` meta, by scope order then name, read
+        from the in-memory index rather than the files (docs/kinds.md#out-of-date-on-purpose-only)."""
+        self._check_open()
+        with self._lexicon_lock:
+            docs = self._current_lexicon().documents(scopes)
+            found = [e.copy() for e in docs if (e.meta or {}).get("supersedes")]
+        order = {s: i for i, s in enumerate(scopes)}
+        found.sort(key=lambda e: (order[e.scope], e.name.encode()))
+        return found
+
     def recall(
         self,
         query: str,

@@ -120,6 +120,11 @@ class BM25Index(Generic[DocT]):
         """The tokenizer documents and queries go through."""
         return self._tokenizer
 
+    def documents(self, scopes: Sequence[str]) -> list[DocT]:
+        """The indexed documents of ``scopes``, in the order they were first put (no copies)."""
+        wanted = set(scopes)
+        return [doc for (scope, _), (doc, _) in self._docs.items() if scope in wanted]
+
     def __len__(self) -> int:
         """The number of documents indexed."""
         return len(self._docs)
