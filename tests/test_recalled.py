@@ -166,14 +166,23 @@ def test_bad_arguments_are_refused(store: Store) -> None:
 
 
 def test_the_floor_is_on_the_vector_cosine(tmp_path: Path) -> None:
-    # Hashing vectors: an entry sharing no word with the hint has cosine about 0 and is left
-    # out; with the floor lowered below it, the nearest noise comes back.
+    # An entry that shares no word with the hint comes back only by the vector leg's cosine:
+    # recalled when the floor is under that cosine, not when it is over it.
     with ChromaStore.open(tmp_path / "c", embedder=HashingEmbedder(64)) as st:
         st.put(Entry("project", "deploy", "Deploys go out on Fridays.", {"type": "project"}))
         assert recall_part(st, ["project"], "banana bread")[0] is None
-        _, manifest = recall_part(st, ["project"], "banana bread", min_cosine=-1.0)
-        assert [e.name for e in manifest.entries] == ["deploy"]
-        assert manifest.entries[0].legs["vector"].score < DEFAULT_MIN_COSINE
+        # "out" and "on" are stopwords, so BM25 sees only "tonight", which the entry lacks; the
+        # hashing vectors share "out" and "on".
+        hint = "out on tonight"
+        assert st.recall(hint, scopes=["project"], mode="bm25") == []
+        (hit,) = st.recall(hint, scopes=["project"], mode="vector")
+        cosine = hit.legs["vector"].score
+        assert 0.1 < cosine < 0.99
+        _, under = recall_part(st, ["project"], hint, min_cosine=cosine - 0.005)
+        assert [e.name for e in under.entries] == ["deploy"]
+        assert under.entries[0].legs["vector"].score == pytest.approx(cosine)
+        part, over = recall_part(st, ["project"], hint, min_cosine=cosine + 0.005)
+        assert part is None and over.reason == "below-floor"
 
 
 def test_mcp_prompt_returns_the_part() -> None:
