@@ -237,7 +237,10 @@ def in_force_filter(
     retiring entry itself expires.
 
     Reads the entries with a ``supersedes`` meta through ``store.superseding(scopes)`` when the
-    store has it (an index), else by listing the scopes; with ``as_of``, reads the journal once.
+    store has it (an index), else by listing the scopes (``store.list``); with ``as_of``, reads
+    the journal once (``store.journal()``). A store-like object with neither ``list`` nor
+    ``superseding`` is judged on the dates alone; without ``journal``, ``as_of`` judges the
+    entries as they are now.
 
     Raises:
         ValueError, TypeError: ``as_of`` is not a day (:func:`parse_day`).
@@ -246,13 +249,17 @@ def in_force_filter(
     finder: Callable[[Sequence[str]], builtins.list[Entry]] | None = getattr(
         store, "superseding", None
     )
+    lister = getattr(store, "list", None)
     if callable(finder):
         naming = finder(scopes)
+    elif callable(lister):
+        naming = [e for s in scopes for e in lister(s) if (e.meta or {}).get(META_SUPERSEDES)]
     else:
-        naming = [e for s in scopes for e in store.list(s) if (e.meta or {}).get(META_SUPERSEDES)]
-    if as_of is None:
+        naming = []
+    journal = getattr(store, "journal", None)
+    if as_of is None or not callable(journal):
         return InForce(day, frozenset(_retired_on(naming, day)))
-    history = _History(store.journal())
+    history = _History(journal())
     return InForce(day, frozenset(history.retired_on(naming, day)), history)
 
 
