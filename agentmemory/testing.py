@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from .entries import Change, Entry, content_hash
 from .errors import ConflictError, EntryTooLargeError, InvalidEntryError, NotFoundError
 from .journal import lost_updates
-from .session import session
+from .session import provenance, session
 from .store import Store
 
 __all__ = ["CASES", "Harness", "run"]
@@ -443,6 +443,47 @@ def case_persistence(h: Harness) -> None:
         assert len(st3.search(["user"], "more")) == 1
 
 
+def case_out_of_date(h: Harness) -> None:
+    """Validity meta (docs/kinds.md#out-of-date-on-purpose-only): a bad date or supersedes is
+    refused; an expired or superseded entry leaves recall, stays in get, list and the journal,
+    and include_superseded finds it; a second handle judges the same."""
+    with h.store() as st:
+        bad_metas: list[dict[str, str]] = [{"valid-until": "soon"}, {"supersedes": "Bad Name"}]
+        for meta in bad_metas:
+            entry = Entry("p", "x", "deploy", meta)
+            _raises(InvalidEntryError, lambda entry=entry: st.put(entry))  # type: ignore[misc]
+        assert _journal(st) == [], "a refused write reached the journal"
+        st.put(Entry("p", "old", "deploy on monday"))
+        st.put(Entry("p", "new", "deploy on friday", {"supersedes": "old"}))
+        st.put(Entry("p", "gone", "deploy on sunday", {"valid-until": "2000-01-01"}))
+        for handle in [st] + ([h.second_handle(st)] if h.reopen is not None else []):
+            found = [hit.entry.name for hit in handle.recall("deploy", scopes=["p"], limit=5)]
+            assert found == ["new"], f"recall judged out-of-date entries in force: {found}"
+            every = handle.recall("deploy", scopes=["p"], limit=5, include_superseded=True)
+            assert sorted(hit.entry.name for hit in every) == ["gone", "new", "old"]
+            assert handle.get("p", "old").content == "deploy on monday"
+            assert [e.name for e in handle.list("p")] == ["gone", "new", "old"]
+            assert len(_journal(handle)) == 3
+
+
+def case_provenance(h: Harness) -> None:
+    """Provenance (docs/kinds.md#provenance): message, tool and reason set in the session
+    context reach each journal record, and a second handle reads them back."""
+    with h.store() as st:
+        with session("s-1"), provenance(message="m-1", tool="t", reason="asked"):
+            st.put(Entry("p", "a", "x"))
+            st.forget("p", "a")
+        st.put(Entry("p", "b", "y"))
+        handles = [st] + ([h.second_handle(st)] if h.reopen is not None else [])
+        for handle in handles:
+            got = [(c.session, c.message, c.tool, c.reason) for c in _journal(handle)]
+            assert got == [
+                ("s-1", "m-1", "t", "asked"),
+                ("s-1", "m-1", "t", "asked"),
+                ("", "", "", ""),
+            ], got
+
+
 CASES: tuple[Callable[[Harness], None], ...] = (
     case_validation,
     case_put_get_list,
@@ -454,8 +495,11 @@ CASES: tuple[Callable[[Harness], None], ...] = (
     case_search,
     case_concurrent,
     case_persistence,
+    case_out_of_date,
+    case_provenance,
 )
-"""Every case, in the reference's order."""
+"""Every case: the reference's, in its order, then the out-of-date and provenance rules of
+docs/kinds.md."""
 
 
 def run(harness: Harness) -> None:
