@@ -37,7 +37,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any, ClassVar, Self
 
 import psycopg
@@ -990,12 +990,39 @@ class PostgresStore:
             ).fetchall()
         return [(_row_entry(*r[:6]), float(r[6])) for r in rows]
 
+    def superseding(self, scopes: Sequence[str]) -> builtins.list[Entry]:
+        """The live entries of ``scopes`` with a ``supersedes`` meta, by scope order then name
+        (docs/kinds.md#out-of-date-on-purpose-only). One statement; ``meta`` is JSON text, so
+        it is read by a substring test, then checked on the decoded meta."""
+        wanted = builtins.list(dict.fromkeys(scopes))
+        if not wanted:
+            return []
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT {_ENTRY_COLUMNS} FROM memory_entries"
+                " WHERE scope = ANY(%s) AND meta LIKE '%%\"supersedes\"%%'",
+                (wanted,),
+            ).fetchall()
+        found = [e for e in (_row_entry(*r) for r in rows) if (e.meta or {}).get("supersedes")]
+        order = {sc: i for i, sc in enumerate(wanted)}
+        found.sort(key=lambda e: (order[e.scope], e.name.encode()))
+        return found
+
     def recall(
-        self, query: str, *, scopes: Sequence[str], limit: int = 5, mode: str = "auto"
+        self,
+        query: str,
+        *,
+        scopes: Sequence[str],
+        limit: int = 5,
+        mode: str = "auto",
+        as_of: date | str | None = None,
+        include_superseded: bool = False,
     ) -> builtins.list[Hit[Entry]]:
         """At most ``limit`` live entries of ``scopes`` ranked by BM25 for ``query``, best first
         (``mode`` ``"auto"`` or ``"bm25"``; a PostgresStore alone keeps no vectors). Each hit's
-        ``score`` is the BM25 score and ``legs["bm25"]`` its rank and score.
+        ``score`` is the BM25 score and ``legs["bm25"]`` its rank and score. Entries out of date
+        on ``as_of`` (default today) are left out unless ``include_superseded``
+        (docs/kinds.md#out-of-date-on-purpose-only).
 
         Raises :class:`~agentmemory.EmptyQueryError`, :class:`~agentmemory.InvalidEntryError`
         (a scope), ``ValueError`` (``limit`` under 1) and :class:`~agentmemory.RecallModeError`
@@ -1003,7 +1030,14 @@ class PostgresStore:
         :func:`agentmemory.store.recall_entries`.
         """
         return recall_entries(
-            self, query, scopes=scopes, limit=limit, mode=mode, bm25=BM25Recaller(self)
+            self,
+            query,
+            scopes=scopes,
+            limit=limit,
+            mode=mode,
+            bm25=BM25Recaller(self),
+            as_of=as_of,
+            include_superseded=include_superseded,
         )
 
     # -- lifetime -----------------------------------------------------------------------------
