@@ -117,8 +117,10 @@ def _m001_initial(conn: sqlite3.Connection) -> None:
     )
 
 
-_SUPERSEDES = "json_extract(meta, '$.supersedes')"
-"""The expression of the ``supersedes`` meta; index and queries must spell it the same."""
+_SUPERSEDES = "(CASE WHEN json_valid(meta) THEN json_extract(meta, '$.supersedes') END)"
+"""The expression of the ``supersedes`` meta; index and queries must spell it the same. A value
+that is not JSON gives NULL instead of an error, so one damaged row never blocks a write or the
+migration."""
 
 
 def _m003_supersedes_index(conn: sqlite3.Connection) -> None:
@@ -128,8 +130,10 @@ def _m003_supersedes_index(conn: sqlite3.Connection) -> None:
     )
 
 
-_SESSION = "json_extract(line, '$.session')"
-"""The expression of a journal record's session; index and queries must spell it the same."""
+_SESSION = "(CASE WHEN json_valid(line) THEN json_extract(line, '$.session') END)"
+"""The expression of a journal record's session; index and queries must spell it the same. A
+line that is not JSON (a damaged record) gives NULL instead of an error, so it never blocks a
+write, the migration, or the report of the damage (:meth:`SqliteStore.journal`)."""
 
 
 def _m004_journal_session_index(conn: sqlite3.Connection) -> None:
@@ -899,7 +903,7 @@ class SqliteStore:
                 rows = conn.execute(
                     "SELECT j.name, m.hash FROM memory_journal AS j"
                     " JOIN memory_entries AS m ON m.scope = j.scope AND m.name = j.name"
-                    f" WHERE {_SESSION.replace('line', 'j.line')} = ? AND j.scope = ?"
+                    f" WHERE {_SESSION.replace('(line', '(j.line')} = ? AND j.scope = ?"
                     " AND j.seq = (SELECT MAX(k.seq) FROM memory_journal AS k"
                     " WHERE k.scope = j.scope AND k.name = j.name)",
                     (session_id, scope),

@@ -259,8 +259,8 @@ def test_sqlite_finds_superseding_entries_through_the_index(tmp_path: Path) -> N
     conn = sqlite3.connect(tmp_path / "s.sqlite3")
     try:
         plan = conn.execute(
-            "EXPLAIN QUERY PLAN SELECT name FROM memory_entries WHERE scope = 'p' AND "
-            "json_extract(meta, '$.supersedes') IS NOT NULL"
+            "EXPLAIN QUERY PLAN SELECT name FROM memory_entries WHERE scope = 'p' AND (CASE WHEN"
+            " json_valid(meta) THEN json_extract(meta, '$.supersedes') END) IS NOT NULL"
         ).fetchall()
         steps = [r[0] for r in conn.execute("SELECT name FROM store_schema ORDER BY version")]
     finally:
