@@ -433,12 +433,41 @@ class ChromaStore:
     def last_written_by(
         self, session_id: str, scopes: Sequence[str]
     ) -> tuple[dict[tuple[str, str], str], builtins.list[str]]:
-        """See :meth:`agentmemory.SqliteStore.last_written_by` (the journal's indexes)."""
-        return self._journal.last_written_by(session_id, scopes)
+        """See :meth:`agentmemory.SqliteStore.last_written_by`: the journal's index when it has
+        one, else one pass over the journal (docs/kinds.md#forgetting-a-session)."""
+        finder = getattr(self._journal, "last_written_by", None)
+        if callable(finder):
+            found: tuple[dict[tuple[str, str], str], builtins.list[str]] = finder(
+                session_id, scopes
+            )
+            return found
+        wanted = set(scopes)
+        last: dict[tuple[str, str], Change] = {}
+        seen: set[str] = set()
+        for c in self._journal.journal():
+            seen.add(c.entry.scope)
+            if c.entry.scope in wanted:
+                last[(c.entry.scope, c.entry.name)] = c
+        live = {
+            k: c.entry.hash
+            for k, c in last.items()
+            if c.session == session_id and not c.entry.deleted
+        }
+        return live, [s for s in dict.fromkeys(scopes) if s not in seen]
 
     def superseding(self, scopes: Sequence[str]) -> builtins.list[Entry]:
-        """The live entries of ``scopes`` with a ``supersedes`` meta (the journal's index)."""
-        return self._journal.superseding(scopes)
+        """The live entries of ``scopes`` with a ``supersedes`` meta: the journal's index when
+        it has one, else its lists (docs/kinds.md#out-of-date-on-purpose-only)."""
+        finder = getattr(self._journal, "superseding", None)
+        if callable(finder):
+            found: builtins.list[Entry] = finder(scopes)
+            return found
+        return [
+            e
+            for s in dict.fromkeys(scopes)
+            for e in self._journal.list(s)
+            if (e.meta or {}).get("supersedes")
+        ]
 
     def recall(
         self,

@@ -834,7 +834,7 @@ def recall_part_command(
 
     text = " ".join(hint)
     with _open_index(path, embedder_name, create=False) as store:
-        wanted = list(scopes) or store.journal_store.scopes()
+        wanted = list(scopes) or _scopes_of(store)
         part, manifest = recall_part(store, wanted, text, max_bytes=max_bytes)
     if as_json:
         body = part.text if part is not None else None
