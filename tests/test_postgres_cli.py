@@ -70,3 +70,41 @@ def test_a_dsn_that_cannot_connect_is_one_line_without_the_password() -> None:
     assert out.stderr.count("\n") == 1, out.stderr
     assert f"postgresql://agent@127.0.0.1:{port}/memory" in out.stderr
     assert "Hunter2-secret" not in out.stderr + out.stdout
+
+
+def test_the_mcp_server_works_on_the_same_servers(
+    pg_dsn: str,
+    server_port: int,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    import anyio
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    hosts = {"AGENTMEMORY_DSN": pg_dsn, "AGENTMEMORY_CHROMA": f"127.0.0.1:{server_port}"}
+    saved = run("save", "user/editor", "Prefers dark mode in Vim.", "--embedder", "hashing:32", env=hosts)  # fmt: skip
+    assert saved.returncode == 0, saved.stderr
+    params = StdioServerParameters(
+        command=AGENTMEMORY,
+        args=["mcp", "--scope", "user", "--scope", "project"],
+        env={**hosts, "HF_HUB_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False"},
+    )
+    answers: list[str] = []
+
+    async def main() -> None:
+        with (tmp_path / "server.log").open("w") as err:
+            async with Client(stdio_client(params, errlog=err)) as client:  # type: ignore[arg-type]
+                with anyio.fail_after(120):
+                    found = await client.call_tool("memory_search", {"query": "dark mode editor"})
+                    answers.append(str(found.content[0].text))  # type: ignore[union-attr]
+                    await client.call_tool(
+                        "memory_save",
+                        {"scope": "project", "name": "deploy", "content": "Staging first."},
+                    )
+
+    anyio.run(main)
+    assert "user/editor" in answers[0], answers[0]
+    listed = run("list", "project", "--json", "--dsn", pg_dsn)  # the server's write, elsewhere
+    assert listed.returncode == 0 and "Staging first." in listed.stdout, listed.stderr
+    verified = run("verify", "--json", env=hosts)
+    assert verified.returncode == 0 and json.loads(verified.stdout)["ok"] is True, verified.stderr
