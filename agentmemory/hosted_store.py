@@ -18,13 +18,17 @@ if TYPE_CHECKING:
     from .chroma_store import ChromaStore
     from .postgres_store import PostgresStore
 
-__all__ = ["DSN_ENV", "HOSTED_PREFIX", "open_hosted_journal", "open_hosted_store", "parse_address"]
+__all__ = ["DSN_ENV", "hosted_prefix", "open_hosted_journal", "open_hosted_store", "parse_address"]
 
 DSN_ENV = "AGENTMEMORY_DSN"
 """The environment variable holding the journal's DSN."""
 
-HOSTED_PREFIX = "agentmemory"
-"""The collection prefix of a hosted store's vectors on the Chroma server."""
+
+def hosted_prefix(journal: PostgresStore) -> str:
+    """The collection prefix of the journal's vectors on a Chroma server: ``am-`` and the first
+    16 hex digits of its store id, so stores sharing one server never share a collection and
+    every process of one store finds the same ones."""
+    return "am-" + journal.store_id.replace("-", "")[:16]
 
 
 def parse_address(address: str) -> tuple[str, int]:
@@ -63,7 +67,7 @@ def open_hosted_store(
 ) -> ChromaStore:
     """A :class:`~agentmemory.ChromaStore` over the PostgreSQL journal at ``dsn`` with its
     vectors on the Chroma server at ``chroma`` (``HOST:PORT``), collection prefix
-    :data:`HOSTED_PREFIX`, telemetry off.
+    :func:`hosted_prefix`, telemetry off.
 
     The embedder: the one given (an :class:`embedders.Embedder` or a registry name); else the
     one whose fingerprint the journal records for this index (the same vectors, through
@@ -100,14 +104,14 @@ def open_hosted_store(
         elif embedder is not None:
             chosen = embedder
         else:
-            stored = journal.get_state(f"chroma-index:client:{HOSTED_PREFIX}:embedder")
+            stored = journal.get_state(f"chroma-index:client:{hosted_prefix(journal)}:embedder")
             found = embedder_for(stored) if stored else None
             chosen = found or get_embedder(embedders.DEFAULT_EMBEDDER)
         return ChromaStore(
             None,
             journal=journal,
             client=client,
-            collection_prefix=HOSTED_PREFIX,
+            collection_prefix=hosted_prefix(journal),
             embedder=chosen,
             reindex=reindex,
         )

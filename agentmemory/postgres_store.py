@@ -132,6 +132,18 @@ def _m001_initial(conn: Conn) -> None:
     )
 
 
+STORE_ID_KEY = "store.id"
+"""The ``store_state`` key of the store's random id (a UUID, made by ``m003_store_id``)."""
+
+
+def _m003_store_id(conn: Conn) -> None:
+    conn.execute(
+        "INSERT INTO store_state (key, value) VALUES (%s, gen_random_uuid()::text)"
+        " ON CONFLICT (key) DO NOTHING",
+        (STORE_ID_KEY,),
+    )
+
+
 PG_MIGRATIONS: builtins.list[PgMigration] = [
     PgMigration(
         1,
@@ -147,6 +159,9 @@ PG_MIGRATIONS: builtins.list[PgMigration] = [
     # The lexical index of recall (recallers.pg_bm25), kept by _apply_in_txn and rebuilt on open
     # when the tokenizer's version differs from the one recorded in store_state.
     PgMigration(2, "m002_lexical_index", create_pg_tables, PG_LEXICAL_TABLES),
+    # A random id for the database's store, made once under the schema lock: what names its
+    # vectors on a shared Chroma server (agentmemory.hosted_store).
+    PgMigration(3, "m003_store_id", _m003_store_id, {}),
 ]
 """The schema steps in order. Append new ones; never edit or reorder an applied one."""
 
@@ -284,6 +299,17 @@ class PostgresStore:
     def where(self) -> str:
         """The database as ``postgresql://user@host:port/dbname``, without the password."""
         return self._where
+
+    @property
+    def store_id(self) -> str:
+        """The store's random id (a UUID made when its schema was created; the same for every
+        handle on the database and schema, different for any other store)."""
+        value = self.get_state(STORE_ID_KEY)
+        if value is None:
+            raise self._format_error(
+                f"its store_state row {STORE_ID_KEY} is missing; restore it from a backup"
+            )
+        return value
 
     @property
     def max_entry_bytes(self) -> int:

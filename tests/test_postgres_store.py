@@ -119,7 +119,9 @@ def test_put_many_is_one_all_or_nothing_transaction(store: PostgresStore) -> Non
     assert store.last_seq() == 22
 
 
-def test_state_is_kept_beside_the_journal_and_survives_reopening(pg_dsn: str) -> None:
+def test_state_is_kept_beside_the_journal_and_survives_reopening(
+    pg_dsn: str, pg_cluster: Cluster
+) -> None:
     with PostgresStore(pg_dsn) as st:
         assert st.get_state("index.cursor") is None
         st.set_state("index.cursor", "7")
@@ -129,6 +131,10 @@ def test_state_is_kept_beside_the_journal_and_survives_reopening(pg_dsn: str) ->
     with PostgresStore(pg_dsn) as st:
         assert st.get_state("index.cursor") == "9"
         assert st.last_seq() == 0
+        first_id = st.store_id
+    with PostgresStore(pg_dsn) as again, PostgresStore(pg_cluster.create_database()) as other:
+        assert again.store_id == first_id != other.store_id
+        assert len(first_id) == 36 and first_id.count("-") == 4  # a UUID
 
 
 # -- BM25 in SQL --------------------------------------------------------------------------------
