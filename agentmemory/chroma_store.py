@@ -555,6 +555,17 @@ class ChromaStore:
         self._after_commit([change])
         return change
 
+    def forget_session(
+        self, session_id: str, scopes: Sequence[str], *, reason: str | None = None
+    ) -> builtins.list[Change]:
+        """Tombstone the live entries of ``scopes`` whose last record ``session_id`` wrote, one
+        journal record each: :func:`agentmemory.forget_session` on this store
+        (docs/kinds.md#forgetting-a-session). Refuses an empty or unknown scope list and an
+        empty session id with :class:`~agentmemory.InvalidEntryError`, writing nothing."""
+        from .forget_session import forget_session
+
+        return forget_session(self, session_id, scopes, reason=reason)
+
     def forget(self, scope: str, name: str, *, session: str | None = None) -> Change:
         """Write a tombstone and remove the entry's vector before returning; return the record.
 

@@ -275,3 +275,17 @@ def test_forget_session_counts_each_entry_once_per_record(store: Store) -> None:
     gone = forget_session(store, "a", ["user"])
     assert [c.seq for c in gone] == [next(seqs) for _ in range(3)]
     assert store.list("user") == []
+
+
+def test_every_store_has_forget_session_as_a_method(store: Store) -> None:
+    with session("a"):
+        store.put(Entry("user", "x", "from a"))
+        store.put(Entry("team", "y", "from a"))
+    with session("b"):
+        store.put(Entry("user", "z", "from b"))
+    gone = store.forget_session("a", ["user"])  # type: ignore[attr-defined]
+    assert [c.entry.key for c in gone] == ["user/x"]
+    assert [e.name for e in store.list("user")] == ["z"]
+    assert [e.name for e in store.list("team")] == ["y"]
+    with pytest.raises(InvalidEntryError, match="needs the scopes"):
+        store.forget_session("b", [])  # type: ignore[attr-defined]
