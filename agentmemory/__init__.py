@@ -1,8 +1,9 @@
 """agentmemory: memory for LLM agents that they can trust.
 
 A scoped, journaled store of entries; a bounded render of them into the prompt; four tools the model
-uses to change and search them; and hybrid recall (BM25 and embeddings fused by reciprocal rank
-fusion) behind ``memory_search``. See the README for a tour.
+uses to change and search them; and hybrid recall (BM25 and embeddings fused by a convex combination
+of their normalised scores, optionally reranked) behind ``memory_search``. See the README for a
+tour.
 
 Heavy dependencies (torch, sentence-transformers, chromadb) are imported only when first used, so
 ``import agentmemory`` stays fast.

@@ -670,7 +670,8 @@ def forget_command(
     type=click.Choice(["auto", "hybrid", "bm25", "vector"]),
     default="auto",
     show_default=True,
-    help="hybrid: BM25 and vector legs fused by reciprocal rank fusion (what auto means for a "
+    help="hybrid: BM25 and vector legs fused by the store's fusion, a z-score convex combination "
+    "by default (what auto means for a "
     "store with vectors); bm25 or vector: one leg alone.",
 )
 @click.option("--full", is_flag=True, help="Show each hit's whole content, not one line.")
@@ -689,7 +690,7 @@ def search_command(
 ) -> None:
     """Rank entries for QUERY as memory_search does (hybrid BM25 + vector recall).
 
-    Each hit shows its rank, its score (the fused RRF score for hybrid, else the leg's raw
+    Each hit shows its rank, its score (the fused score for hybrid, else the leg's raw
     score) and where each leg ranked it (#rank and raw score: BM25, cosine).
     """
     text = " ".join(query)
@@ -714,6 +715,7 @@ def search_command(
                         "scope": h.entry.scope,
                         "name": h.entry.name,
                         "score": h.score,
+                        "method": h.method,
                         "legs": {
                             leg: {"rank": s.rank, "score": s.score}
                             for leg, s in sorted(h.legs.items())

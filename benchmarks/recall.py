@@ -58,11 +58,22 @@ import numpy as np  # noqa: E402
 
 from agentmemory import ChromaStore, Entry, MemStore, SqliteStore  # noqa: E402
 from embedders import HashingEmbedder  # noqa: E402
-from recallers import DEFAULT_DEPTH, DEFAULT_TOKENIZER, ExactVectorIndex, document_terms  # noqa: E402
+from recallers import (  # noqa: E402
+    DEFAULT_FUSION,
+    DEFAULT_TOKENIZER,
+    BM25Recaller,
+    ExactVectorIndex,
+    Fusion,
+    HybridRecaller,
+    VectorRecaller,
+    document_terms,
+)
 
 SCOPE = "bench"
 LIMIT = 10
-LEG_LIMIT = DEFAULT_DEPTH * LIMIT  # what the hybrid asks each leg for
+LEG_LIMIT = DEFAULT_FUSION.leg_limit("bm25", LIMIT)  # what the hybrid asks each leg for
+PREVIOUS_FUSION = Fusion(method="rrf", depth=1)
+"""The fusion before min-max (RRF, each leg read to the limit), measured beside the default."""
 FUNCTION_WORDS = "the a of to and in on for with my is was at it that this".split()  # noqa: SIM905
 
 
@@ -111,7 +122,51 @@ def new_entry(i: int, queries: Sequence[str]) -> Entry:
     return Entry(SCOPE, f"written-{i}", f"fresh note {i}: {queries[i % len(queries)][23:]}")
 
 
+def fusion_rows(n: int, chroma: ChromaStore, q: Sequence[str], qvecs: Any) -> list[list[str]]:
+    """The hybrid under the previous fusion (RRF, legs read to the limit) and under the default,
+    composed as ``ChromaStore.recall`` composes it, and the legs read as deep as each asks."""
+    legs = [BM25Recaller(chroma.journal_store), VectorRecaller(chroma, chroma.embedder)]
+    rows: list[list[str]] = []
+    for label, fusion in (("previous: RRF, legs 1 x limit", PREVIOUS_FUSION),
+                          (f"default: {DEFAULT_FUSION.method}, legs "
+                           f"{DEFAULT_FUSION.leg_limit('bm25', LIMIT)} deep", DEFAULT_FUSION)):  # fmt: skip
+        deep = fusion.leg_limit("bm25", LIMIT)
+        hybrid = HybridRecaller(legs, fusion=fusion)
+        rows.append(row(n, f"bm25 leg read {deep} deep (FTS5)",
+                        timed(lambda i, d=deep: chroma.journal_store.search_text(
+                            q[i], scopes=[SCOPE], limit=d), len(q))))  # fmt: skip
+        rows.append(row(n, f"vector leg read {deep} deep (Chroma)",
+                        timed(lambda i, d=deep: chroma.search_vector(
+                            qvecs[i], limit=d, scopes=[SCOPE]), len(q))))  # fmt: skip
+        rows.append(row(n, f"hybrid, {label}",
+                        timed(lambda i, h=hybrid: h.recall(q[i], scopes=[SCOPE], limit=LIMIT),
+                              len(q))))  # fmt: skip
+    return rows
+
+
+def bench_fusion_only(n: int, args: argparse.Namespace, work: Path) -> list[list[str]]:
+    """``--fusion-only``: a ChromaStore of ``n`` entries, :func:`fusion_rows` and
+    ``ChromaStore.recall`` itself; no MemStore, SqliteStore or baselines."""
+    entries, queries = corpus(n)
+    emb = HashingEmbedder(args.dim)
+    q = queries[: args.queries]
+    qvecs = emb.embed(q)
+    t = time.perf_counter()
+    chroma = ChromaStore.open(work / f"chroma-{n}", embedder=emb)
+    for start in range(0, n, 5000):
+        chroma.put_many(entries[start : start + 5000])
+    print(f"  {n:,}: ChromaStore filled in {time.perf_counter() - t:.1f} s", file=sys.stderr)
+    chroma.recall(q[0], scopes=[SCOPE], limit=LIMIT, mode="hybrid")  # warm
+    rows = fusion_rows(n, chroma, q, qvecs)
+    rows.append(row(n, "**hybrid: ChromaStore.recall**",
+                    timed(lambda i: chroma.recall(q[i], scopes=[SCOPE], limit=LIMIT), len(q))))  # fmt: skip
+    chroma.close()
+    return rows
+
+
 def bench_size(n: int, args: argparse.Namespace, work: Path) -> list[list[str]]:
+    if args.fusion_only:
+        return bench_fusion_only(n, args, work)
     entries, queries = corpus(n)
     emb = HashingEmbedder(args.dim)
     q = queries[: args.queries]
@@ -201,6 +256,7 @@ def bench_size(n: int, args: argparse.Namespace, work: Path) -> list[list[str]]:
         lambda i: chroma.recall(q[i], scopes=[SCOPE], limit=LIMIT, mode="hybrid"), len(q)
     )
     rows.append(row(n, "**hybrid: ChromaStore.recall**", hybrid))
+    rows += fusion_rows(n, chroma, q, qvecs)
     # a bad case for a lexical index: the five most frequent content words, each in many entries
     counts = Counter(t for e in entries[:5000] for t in DEFAULT_TOKENIZER(e.content))
     common = " ".join(w for w, _ in counts.most_common(5))
@@ -283,6 +339,11 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1, help="BLAS threads (default 1)")
     ap.add_argument("--dim", type=int, default=384, help="hashing embedder width")
     ap.add_argument("--no-model", action="store_true", help="skip the real model's timing")
+    ap.add_argument(
+        "--fusion-only",
+        action="store_true",
+        help="only the ChromaStore rows: each leg and the hybrid, previous and default fusion",
+    )
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     if args.quick:

@@ -1,12 +1,15 @@
-"""recallers: rank documents for a query by exact words (BM25), by meaning (vectors), or both (RRF).
+"""recallers: rank documents for a query by exact words (BM25), by meaning (vectors), or both.
 
 * :class:`Tokenizer` / :data:`DEFAULT_TOKENIZER`: the one tokenizer for documents and queries.
 * :class:`BM25Recaller` over a :class:`BM25Index` (in memory, incremental) or an :class:`Fts5Index`
   (an SQLite FTS5 table written in the store's own transaction).
 * :class:`VectorRecaller` over any :class:`VectorSource` (a ``ChromaStore``, an
   :class:`ExactVectorIndex`), with an optional ``min_score`` floor.
-* :class:`HybridRecaller`: reciprocal rank fusion (k = 60, each leg read to ``limit``), the
-  parameters in :class:`Fusion`.
+* :class:`HybridRecaller`: the fusion of legs, its parameters in :class:`Fusion`: reciprocal
+  rank fusion or a convex combination of normalised scores; :data:`DEFAULT_FUSION` is a z-score
+  combination, BM25 0.75 and vector 0.25, each leg read 20 deep (docs/recall.md#the-default-fusion).
+* :class:`RerankedRecaller`: a reranker (``rerankers.Reranker``) reorders another recaller's first
+  candidates (docs/recall.md#reranking).
 
 Every recaller returns :class:`Hit` objects: the document, the score the list is ordered by, and
 each leg's rank and raw score. Documents are anything with ``scope``, ``name``, ``content`` and

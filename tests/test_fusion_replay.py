@@ -87,9 +87,9 @@ def test_replay_reproduces_the_store_and_prints_the_tables(data_dir: Path, tmp_p
     assert header == ["setting", "LoCoMo bm25", "LoCoMo vector", "LoCoMo hybrid"]
     table = out.split("| setting |", 1)[1].split("\n\n", 1)[0].splitlines()[2:]
     rows = [[c.strip() for c in ln.strip().strip("|").split("|")] for ln in table]
-    assert len(rows) == 10
-    assert rows[0][2] != "same" and [r[2] for r in rows[1:]] == ["same"] * 9
-    assert rows[1][1] != "same" and [r[1] for r in rows[2:]] == ["same"] * 8
+    assert len(rows) == 11
+    assert rows[0][2] != "same" and [r[2] for r in rows[1:]] == ["same"] * 10
+    assert rows[1][1] != "same" and [r[1] for r in rows[2:]] == ["same"] * 9
 
     # The rule table: both answer sizes, each leg and the hybrid, five metrics.
     rule = [r for r in _rows(out, "LoCoMo") if len(r) == 8]

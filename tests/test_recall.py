@@ -10,6 +10,7 @@ semantic cases use the packaged all-MiniLM-L6-v2.
 from __future__ import annotations
 
 import builtins
+import statistics
 import types
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -344,11 +345,11 @@ def test_hits_carry_the_entry_the_score_and_each_legs_rank(store: object) -> Non
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     if "vector" in _modes(store):
         assert set(top.legs) == {"bm25", "vector"}
-        assert top.score == pytest.approx(
-            1 / (60 + top.legs["bm25"].rank) + 1 / (60 + top.legs["vector"].rank)
-        )
+        # the default fusion: z-score, weights 0.75 / 0.25; scores are at least 0
+        assert top.method == "z-score" and top.score > 0
+        assert all(h.score >= 0 for h in hits)
     else:
-        assert top.score == top.legs["bm25"].score
+        assert top.score == top.legs["bm25"].score and top.method == "bm25"
     with pytest.raises(TypeError):
         top.legs["bm25"] = LegScore(9, 9.0)  # type: ignore[index]
 
@@ -375,7 +376,7 @@ def test_rrf_uses_ranks_from_one_and_k_60() -> None:
         "bm25": [_hit("bm25", "u/a", 9.0), _hit("bm25", "u/b", 5.0), _hit("bm25", "u/c", 1.0)],
         "vector": [_hit("vector", "u/a", 0.9), _hit("vector", "u/b", 0.8)],
     }
-    fused = fuse(rankings, scopes=["u"], limit=3)
+    fused = fuse(rankings, scopes=["u"], limit=3, fusion=Fusion())
     assert [(h.entry.name, h.score) for h in fused] == [
         ("a", pytest.approx(2 / 61)),
         ("b", pytest.approx(2 / 62)),
@@ -383,7 +384,7 @@ def test_rrf_uses_ranks_from_one_and_k_60() -> None:
     ]
     assert dict(fused[1].legs) == {"bm25": LegScore(2, 5.0), "vector": LegScore(2, 0.8)}
     assert dict(fused[2].legs) == {"bm25": LegScore(3, 1.0)}
-    assert fuse(rankings, scopes=["u"], limit=1)[0].entry.name == "a"
+    assert fuse(rankings, scopes=["u"], limit=1, fusion=Fusion())[0].entry.name == "a"
     weighted = fuse(rankings, scopes=["u"], limit=3, fusion=Fusion(k=10, weights={"bm25": 2}))
     assert weighted[2].score == pytest.approx(2 / 13)
 
@@ -393,7 +394,7 @@ def test_equal_fused_scores_break_by_scope_order_then_name() -> None:
         "bm25": [_hit("bm25", "user/zed"), _hit("bm25", "project/b")],
         "vector": [_hit("vector", "project/a"), _hit("vector", "user/amy")],
     }
-    fused = fuse(rankings, scopes=["project", "user"], limit=4)
+    fused = fuse(rankings, scopes=["project", "user"], limit=4, fusion=Fusion())
     assert [h.entry.key for h in fused] == ["project/a", "user/zed", "project/b", "user/amy"]
 
 
@@ -443,7 +444,7 @@ def test_min_max_fusion_is_a_convex_combination_of_scores_scaled_to_each_legs_ra
     )
     assert _scored(same) == _scored(fused)
     # RRF on the same legs reads the ranks only, and says so
-    rrf = fuse(_two_legs(), scopes=["u"], limit=4)
+    rrf = fuse(_two_legs(), scopes=["u"], limit=4, fusion=Fusion())
     assert rrf[0].score == pytest.approx(1 / 62 + 1 / 61) and rrf[0].method == "rrf"
 
 
@@ -551,7 +552,7 @@ def _vectors(entries: Sequence[Entry], embedder: Embedder) -> ExactVectorIndex[E
     return index
 
 
-def test_each_leg_is_read_to_the_limit_by_default_and_a_broken_leg_is_skipped(
+def test_each_leg_is_read_as_deep_as_the_fusion_says_and_a_broken_leg_is_skipped(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     entries = [Entry("user", f"e{i}", f"alpha note {i}") for i in range(20)]
@@ -561,7 +562,10 @@ def test_each_leg_is_read_to_the_limit_by_default_and_a_broken_leg_is_skipped(
     broken = VectorRecaller(_vectors(entries, emb), HashingEmbedder(32))  # wrong width: raises
     hybrid = HybridRecaller([BM25Recaller(source), good])
     assert len(hybrid.recall("alpha", scopes=["user"], limit=4)) == 4
-    assert source.limits == [4]  # Fusion's default depth 1: each leg answers what it would alone
+    assert source.limits == [20]  # the default fusion reads each leg 20 deep
+    hybrid = HybridRecaller([BM25Recaller(source), good], fusion=Fusion())
+    assert len(hybrid.recall("alpha", scopes=["user"], limit=4)) == 4
+    assert source.limits[-1] == 4  # Fusion(): RRF, each leg read to the limit
     hybrid = HybridRecaller([BM25Recaller(source), good], fusion=Fusion(depth=3))
     assert len(hybrid.recall("alpha", scopes=["user"], limit=4)) == 4
     assert source.limits[-1] == 12
@@ -665,19 +669,43 @@ class RankedLeg:
         return recallers.ranked_hits(self.name, [(e, 1.0 / r) for r, e in enumerate(top, 1)])
 
 
-def test_default_fusion_keeps_each_legs_first_hit_ahead_of_agreement_in_the_tails() -> None:
+def test_rrf_read_to_the_limit_keeps_each_legs_first_hit_ahead_of_agreement_in_the_tails() -> None:
     # BM25 is sure of "exact"; the vector leg is sure of "meaning"; ten other entries sit at
     # ranks 11 to 20 of both legs. Read three times deeper than the answer, RRF lets the ten
     # shared tail entries (2 / (60 + r) each) push both legs' first hits (1 / 61) out of a top
-    # ten; read to the limit (the default), both first hits lead the answer.
+    # ten; read to the limit, both first hits lead the answer.
     tail = [f"tail{i:02d}" for i in range(10)]
     lexical = ["exact", *[f"lex{i}" for i in range(9)], *tail]
     semantic = ["meaning", *[f"sem{i}" for i in range(9)], *tail]
-    assert Fusion(k=60, depth=1) == recallers.DEFAULT_FUSION
     legs = [RankedLeg("bm25", lexical), RankedLeg("vector", semantic)]
-    hits = HybridRecaller(legs).recall("q", scopes=["user"], limit=10)
+    rrf = Fusion(k=60, depth=1)
+    hits = HybridRecaller(legs, fusion=rrf).recall("q", scopes=["user"], limit=10)
     assert [leg.asked for leg in legs] == [[10], [10]]
     assert [h.entry.name for h in hits[:2]] == ["exact", "meaning"]  # a tie: name order
     assert not any(h.entry.name.startswith("tail") for h in hits)
     deep = HybridRecaller(legs, fusion=Fusion(depth=3)).recall("q", scopes=["user"], limit=10)
     assert [h.entry.name for h in deep] == tail
+
+
+def test_the_default_fusion_reads_each_leg_20_deep_and_weighs_their_scores() -> None:
+    # The same legs (raw scores 1 / rank) under the default: z-score, BM25 0.75, vector 0.25.
+    # Agreement in the tails earns little (each tail entry is near the bottom of both legs),
+    # so each leg's confident first hit still leads, BM25's first and its runner-up (raw 1/2)
+    # ahead of the vector leg's first: 0.75 * (1/2 - 1/20) > 0.25 * (1 - 1/20).
+    assert (
+        Fusion(method="z-score", candidates=20, weights={"bm25": 0.75, "vector": 0.25})
+        == recallers.DEFAULT_FUSION
+    )
+    tail = [f"tail{i:02d}" for i in range(10)]
+    lexical = ["exact", *[f"lex{i}" for i in range(9)], *tail]
+    semantic = ["meaning", *[f"sem{i}" for i in range(9)], *tail]
+    legs = [RankedLeg("bm25", lexical), RankedLeg("vector", semantic)]
+    hits = HybridRecaller(legs).recall("q", scopes=["user"], limit=5)
+    assert [leg.asked for leg in legs] == [[20], [20]]
+    assert [h.entry.name for h in hits[:3]] == ["exact", "lex0", "meaning"]
+    std = statistics.pstdev([1 / r for r in range(1, 21)])  # each leg's 20 scores
+    assert [h.score for h in hits[:3]] == pytest.approx(
+        [0.75 * 0.95 / std, 0.75 * 0.45 / std, 0.25 * 0.95 / std]
+    )
+    assert not any(h.entry.name.startswith("tail") for h in hits)
+    assert {h.method for h in hits} == {"z-score"}
