@@ -940,10 +940,13 @@ def verify_command(
     """
     with _chroma_only(_open_index(path, embedder_name, create=False), "verify") as store:
         report = store.repair() if repair else store.verify()
+        lexical, rebuilt = _check_lexical(store.journal_store, repair)
     if as_json:
         _echo_json(
             {
-                "ok": report.ok,
+                "ok": report.ok and not lexical,
+                "lexical": lexical,
+                "lexical_rebuilt": rebuilt,
                 "missing": report.missing,
                 "stale": report.stale,
                 "extra": report.extra,
@@ -958,8 +961,24 @@ def verify_command(
         if not report.ok:
             text = text.replace("repair() or reindex()", "'agentmemory verify --repair'")
         click.echo(text)
-    if not report.ok:
+        if rebuilt is not None:
+            click.echo(f"lexical index rebuilt: {rebuilt} entries")
+        for problem in lexical:
+            click.echo(f"lexical index damaged: {problem}; run 'agentmemory verify --repair'")
+        if not lexical and rebuilt is None:
+            click.echo("lexical index ok")
+    if not report.ok or lexical:
         sys.exit(1)
+
+
+def _check_lexical(journal: SqliteStore, repair: bool) -> tuple[list[str], int | None]:
+    """The lexical index's problems (``SqliteStore.check_lexical``) and, with ``repair`` and
+    problems found, the number of entries its rebuild indexed (problems then re-checked)."""
+    problems = journal.check_lexical()
+    if not (repair and problems):
+        return problems, None
+    rebuilt = journal.rebuild_lexical()
+    return journal.check_lexical(), rebuilt
 
 
 @main.command("reindex", short_help="Rebuild the vector index (or switch embedders).")
@@ -967,17 +986,33 @@ def verify_command(
 @_embedder_option
 @_json_option
 def reindex_command(path: Path | None, embedder_name: str | None, as_json: bool) -> None:
-    """Rebuild the vector index from the journal (with --embedder NAME: switch to it)."""
+    """Rebuild the vector index from the journal (with --embedder NAME: switch to it), and the
+    lexical index too when it is damaged."""
     started = time.perf_counter()
     opened = _open_index(path, embedder_name, create=False, reindex=True)
     with _chroma_only(opened, "reindex") as store:
         report = store.verify()
         name = store.embedder.name
+        lexical, rebuilt = _check_lexical(store.journal_store, True)
     seconds = time.perf_counter() - started
     if as_json:
-        _echo_json({"indexed": report.indexed, "embedder": name, "seconds": round(seconds, 3)})
-        return
-    click.echo(f"reindexed {report.indexed} entries with {name} in {seconds:.1f} s")
+        _echo_json(
+            {
+                "indexed": report.indexed,
+                "embedder": name,
+                "seconds": round(seconds, 3),
+                "lexical_rebuilt": rebuilt,
+                "lexical": lexical,
+            }
+        )
+    else:
+        click.echo(f"reindexed {report.indexed} entries with {name} in {seconds:.1f} s")
+        if rebuilt is not None:
+            click.echo(f"lexical index rebuilt: {rebuilt} entries")
+        for problem in lexical:
+            click.echo(f"lexical index still damaged: {problem}")
+    if lexical:
+        sys.exit(1)
 
 
 # --- import and export ----------------------------------------------------------------------

@@ -33,6 +33,8 @@ __all__ = [
     "EntryTooLargeError",
     "ImportIncompleteError",
     "ImportLineError",
+    "IndexDamagedError",
+    "IndexDamagedWarning",
     "IndexOutOfStepError",
     "IndexOutOfStepWarning",
     "IndexWriteError",
@@ -375,6 +377,33 @@ class IndexWriteError(IndexOutOfStepError):
             "it, vector search may miss it until the index catches up at the next write, at the "
             "next open, or on repair()"
         )
+
+
+class IndexDamagedError(AgentMemoryError):
+    """An index of the store (derived data: the lexical index or the vector index) cannot be read
+    or written because its pages or files are damaged. The journal is intact; the cure is to
+    rebuild the index from it (``agentmemory verify --repair``), which retrying does not replace.
+
+    Attributes:
+        path: the store's folder (or database file).
+        index: ``"lexical"`` or ``"vector"``.
+        detail: what the database said.
+    """
+
+    def __init__(self, path: str, index: str, detail: str) -> None:
+        self.path = path
+        self.index = index
+        self.detail = detail
+        super().__init__(
+            f"agentmemory: the {index} index of store {path} is damaged ({detail}); the journal "
+            f"is intact: run 'agentmemory verify --repair --path {path}' to rebuild the index "
+            "from it"
+        )
+
+
+class IndexDamagedWarning(UserWarning):
+    """A write reached the journal but not the lexical index, which is damaged; search misses it
+    until ``agentmemory verify --repair`` rebuilds the index."""
 
 
 class IndexOutOfStepWarning(UserWarning):

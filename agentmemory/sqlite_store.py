@@ -33,17 +33,19 @@ Extension points (private, but kept stable for the components of this library th
 from __future__ import annotations
 
 import builtins
+import functools
 import json
 import os
 import sqlite3
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
-from typing import ClassVar, Self
+from typing import ClassVar, Concatenate, ParamSpec, Self, TypeVar
 
 from recallers import (
     DEFAULT_TOKENIZER,
@@ -57,7 +59,14 @@ from recallers import (
 )
 
 from .entries import Change, Entry
-from .errors import AgentMemoryError, NotFoundError, StoreFormatError, StoreLockedError
+from .errors import (
+    AgentMemoryError,
+    IndexDamagedError,
+    IndexDamagedWarning,
+    NotFoundError,
+    StoreFormatError,
+    StoreLockedError,
+)
 from .mem_store import utc_now
 from .rules import DEFAULT_MAX_ENTRY_BYTES, check_entry, check_scope
 from .store import plan_forget, plan_put, recall_entries, search_entries
@@ -68,6 +77,10 @@ __all__ = ["DEFAULT_BUSY_TIMEOUT_S", "MIGRATIONS", "Migration", "SqliteStore"]
 DEFAULT_BUSY_TIMEOUT_S = 5.0
 """How long a write waits for another writer's lock before :class:`StoreLockedError`, in seconds
 (the Go store's ``busy_timeout 5000``; docs/storage.md#wal-and-the-busy-timeout)."""
+
+LEXICAL_DAMAGE_KEY = "lexical.damaged"
+"""The ``store_state`` key a write sets (to the database's message) when it found the lexical
+index damaged; :meth:`SqliteStore.rebuild_lexical` clears it (``docs/storage.md#a-damaged-lexical-index``)."""
 
 JOURNAL_PAGE_ROWS = 256
 """Journal rows read per query by :meth:`SqliteStore.journal`; no transaction stays open between
@@ -176,6 +189,46 @@ def _is_busy(err: sqlite3.Error) -> bool:
         return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
     text = str(err).lower()
     return "locked" in text or "busy" in text
+
+
+def _is_damage(err: sqlite3.Error) -> bool:
+    """Whether ``err`` says the file's pages are damaged (``SQLITE_CORRUPT``, ``SQLITE_NOTADB``,
+    or a virtual table whose pages cannot be read), not busy, full or read-only."""
+    code = getattr(err, "sqlite_errorcode", None)
+    if isinstance(code, int) and code & 0xFF in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
+        return True
+    text = str(err).lower()
+    return "malformed" in text or "vtable constructor failed" in text
+
+
+class _LexiconDamaged(Exception):
+    """Raised inside a write transaction when the lexical index's pages are damaged; the write
+    is rolled back, the damage recorded, and the write made again without the index."""
+
+    def __init__(self, err: sqlite3.Error) -> None:
+        super().__init__(str(err))
+        self.err = err
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _past_a_damaged_lexicon(
+    write: Callable[Concatenate[SqliteStore, _P], _R],
+) -> Callable[Concatenate[SqliteStore, _P], _R]:
+    """Make a write land even when the lexical index is damaged: on :class:`_LexiconDamaged`
+    record the damage and run the write once more (it then skips the index)."""
+
+    @functools.wraps(write)
+    def run(self: SqliteStore, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return write(self, *args, **kwargs)
+        except _LexiconDamaged as exc:
+            self._mark_lexicon_damaged(exc.err)
+            return write(self, *args, **kwargs)
+
+    return run
 
 
 def _meta_json(meta: Mapping[str, str] | None) -> str:
@@ -471,7 +524,33 @@ class SqliteStore:
         only). A subclass that overrides it must call ``super()._apply_in_txn(conn, change)``.
         """
         e = change.entry
-        self._lexicon.write(conn, e.scope, e.name, None if e.deleted else e)
+        if conn.execute(
+            "SELECT 1 FROM store_state WHERE key = ?", (LEXICAL_DAMAGE_KEY,)
+        ).fetchone():
+            return  # the index is damaged: the journal takes the write, a repair re-indexes it
+        try:
+            self._lexicon.write(conn, e.scope, e.name, None if e.deleted else e)
+        except sqlite3.DatabaseError as err:
+            if _is_damage(err):  # sqlite refuses the rest of this transaction: start again
+                raise _LexiconDamaged(err) from err
+            raise
+
+    def _mark_lexicon_damaged(self, err: sqlite3.Error) -> None:
+        """Record, in a transaction of its own, that the lexical index is damaged, and warn."""
+        with self._transaction() as conn:
+            conn.execute(
+                "INSERT INTO store_state (key, value) VALUES (?, ?)"
+                " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (LEXICAL_DAMAGE_KEY, str(err)),
+            )
+        warnings.warn(
+            IndexDamagedWarning(
+                f"agentmemory: the lexical index of store {self._path.parent} is damaged ({err}); "
+                "the write is in the journal, search misses it: run 'agentmemory verify --repair "
+                f"--path {self._path.parent}' to rebuild the index"
+            ),
+            stacklevel=4,
+        )
 
     def _stored(self, conn: sqlite3.Connection, scope: str, name: str) -> Entry | None:
         row = conn.execute(
@@ -522,6 +601,7 @@ class SqliteStore:
         )
         self._apply_in_txn(conn, change)
 
+    @_past_a_damaged_lexicon
     def put(
         self,
         entry: Entry,
@@ -559,6 +639,7 @@ class SqliteStore:
             self._write(conn, change)
         return change.copy()
 
+    @_past_a_damaged_lexicon
     def put_many(self, entries: Iterable[Entry], *, session: str | None = None) -> list[Change]:
         """Put every entry unconditionally in ONE transaction, for bulk import; all or nothing.
 
@@ -607,6 +688,7 @@ class SqliteStore:
 
         return forget_session(self, session_id, scopes, reason=reason)
 
+    @_past_a_damaged_lexicon
     def forget(self, scope: str, name: str, *, session: str | None = None) -> Change:
         """Write a tombstone (the last content and meta, ``deleted=True``) and return its record.
 
@@ -866,7 +948,116 @@ class SqliteStore:
         """
         for s in scopes:
             check_scope(s)
-        return self._lexicon.search_text(query, scopes=scopes, limit=limit)
+        damaged = self.get_state(LEXICAL_DAMAGE_KEY)
+        if damaged is not None:
+            raise self._damaged(damaged)
+        try:
+            return self._lexicon.search_text(query, scopes=scopes, limit=limit)
+        except sqlite3.DatabaseError as err:
+            if _is_damage(err):
+                raise self._damaged(str(err)) from err
+            raise
+
+    def _damaged(self, detail: str) -> IndexDamagedError:
+        return IndexDamagedError(str(self._path.parent), "lexical", detail)
+
+    def check_lexical(self) -> builtins.list[str]:
+        """What is wrong with the lexical index, one line each; ``[]`` when it is sound.
+
+        Runs sqlite's ``PRAGMA quick_check`` on the file and FTS5's ``integrity-check`` command on
+        the index, compares the indexed count with the live entries, and reports a damage a
+        write recorded (``docs/storage.md#a-damaged-lexical-index``). Reads the whole file
+        (about a second per 100k entries). Changes nothing.
+        """
+        problems: builtins.list[str] = []
+        damaged = self.get_state(LEXICAL_DAMAGE_KEY)
+        if damaged is not None:
+            problems.append(f"a write found the lexical index damaged ({damaged})")
+        with self._read() as conn:
+            try:
+                rows = [str(r[0]) for r in conn.execute("PRAGMA quick_check(5)")]
+                if rows != ["ok"]:
+                    problems.append("sqlite quick_check: " + "; ".join(rows))
+            except sqlite3.DatabaseError as err:
+                problems.append(f"sqlite quick_check: {err}")
+            try:
+                conn.execute(
+                    "INSERT INTO memory_lexical (memory_lexical, rank) VALUES ('integrity-check', 1)"
+                )
+            except sqlite3.DatabaseError as err:
+                problems.append(f"FTS5 integrity-check: {err}")
+            try:
+                (docs,) = conn.execute("SELECT count(*) FROM memory_lexical_docs").fetchone()
+                (live,) = conn.execute("SELECT count(*) FROM memory_entries").fetchone()
+                if docs != live:
+                    problems.append(f"the index holds {docs} entries, the store {live}")
+            except sqlite3.DatabaseError as err:
+                problems.append(f"counting the indexed entries: {err}")
+        return problems
+
+    def rebuild_lexical(self) -> int:
+        """Drop the lexical index (derived data) and rebuild it from the live entries; returns
+        how many were indexed. Clears a recorded damage.
+
+        When the index's tables cannot be dropped (their pages are damaged), their schema rows
+        are removed (``PRAGMA writable_schema``) and the file is rebuilt by ``VACUUM``, which
+        copies only the tables still named, so no damaged page survives
+        (``docs/storage.md#a-damaged-lexical-index``). Blocks other writers meanwhile.
+
+        Raises:
+            StoreLockedError: another writer held the file past the busy timeout.
+            IndexDamagedError: the file is damaged beyond the lexical index (the entries or the
+                journal), so the rebuild cannot read what it needs.
+        """
+        tables = ("memory_lexical", "memory_lexical_docs")
+        with self._wlock:
+            try:
+                with self._transaction() as conn:
+                    for t in tables:
+                        conn.execute(f"DROP TABLE IF EXISTS {t}")
+            except sqlite3.DatabaseError as err:
+                if not _is_damage(err):
+                    raise
+                self._drop_by_schema()
+            with self._transaction() as conn:
+                create_tables(conn)
+                rows = conn.execute(
+                    "SELECT scope, name, content, meta, hash, updated FROM memory_entries"
+                ).fetchall()
+                n = self._lexicon.rebuild(conn, (_row_entry(*r) for r in rows))
+                conn.execute(
+                    "INSERT INTO store_state (key, value) VALUES (?, ?)"
+                    " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    (TOKENIZER_STATE_KEY, self._lexicon.tokenizer.version),
+                )
+                conn.execute("DELETE FROM store_state WHERE key = ?", (LEXICAL_DAMAGE_KEY,))
+        return n
+
+    def _drop_by_schema(self) -> None:
+        """Remove the lexical tables' schema rows and ``VACUUM`` the damaged pages away."""
+        conn = self._writer
+        names = [
+            "memory_lexical",
+            *(f"memory_lexical_{s}" for s in ("data", "idx", "content", "docsize", "config")),
+            "memory_lexical_docs",
+        ]
+        marks = ", ".join("?" * len(names))
+        conn.execute("PRAGMA writable_schema = ON")
+        try:
+            with self._transaction() as txn:
+                txn.execute(
+                    f"DELETE FROM sqlite_master WHERE name IN ({marks}) OR tbl_name IN ({marks})",
+                    (*names, *names),
+                )
+        finally:
+            conn.execute("PRAGMA writable_schema = OFF")
+        with self._rlock:  # VACUUM needs no other statement open on this file from us
+            try:
+                conn.execute("VACUUM")
+            except sqlite3.DatabaseError as err:
+                raise IndexDamagedError(
+                    str(self._path.parent), "lexical", f"VACUUM failed: {err}"
+                ) from err
 
     def superseding(self, scopes: Sequence[str]) -> builtins.list[Entry]:
         """The live entries of ``scopes`` with a ``supersedes`` meta, by scope order then name.

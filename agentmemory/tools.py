@@ -24,15 +24,18 @@ import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .entries import Change, Entry, content_hash, utf8_len
 from .errors import (
     AgentMemoryError,
     ConflictError,
+    IndexDamagedError,
     IndexWriteError,
     InvalidEntryError,
     NotFoundError,
+    StoreLockedError,
     ToolConfigError,
 )
 from .kinds import KIND_META, KindRegistry
@@ -167,6 +170,14 @@ class Tool:
         """
         try:
             result = self._call(arguments)
+        except IndexDamagedError as exc:  # permanent until repaired: retrying does not help
+            log.error("%s", exc)
+            result = ToolResult(
+                f"{self.name} failed: the memory store's {exc.index} index is damaged; retrying "
+                "will not help: tell the user to run 'agentmemory verify --repair' on the store "
+                "(the saved memories themselves are intact)",
+                is_error=True,
+            )
         except Exception as exc:  # the tool's promise: nothing escapes to the agent loop
             log.exception("%s failed unexpectedly", self.name)
             result = ToolResult(
@@ -508,7 +519,7 @@ class _Kit:
             except _Refused as exc:
                 return _error(str(exc))
             except AgentMemoryError as exc:
-                return _error(str(exc))
+                return _error(self._for_model(exc))
 
         run.__name__ = name
         return run
@@ -815,7 +826,31 @@ class _Kit:
         except _Refused as exc:
             return _error(str(exc))
         except AgentMemoryError as exc:
-            return _error(str(exc))
+            return _error(self._for_model(exc))
+
+    def _for_model(self, exc: AgentMemoryError) -> str:
+        """The text a model sees for a store error: no host path and no host-side advice
+        (``docs/contract.md#what-the-model-is-told``): a damaged index is permanent until the
+        user repairs it, a locked store is worth one retry, other errors keep their message with
+        the store's location replaced by "the memory store"."""
+        if isinstance(exc, IndexDamagedError):
+            return (
+                f"the memory store's {exc.index} index is damaged; retrying will not help: tell "
+                "the user to run 'agentmemory verify --repair' on the store (the saved memories "
+                "themselves are intact)"
+            )
+        if isinstance(exc, StoreLockedError):
+            return (
+                "the memory store is busy: another program is writing to it; try the call again "
+                "in a few seconds"
+            )
+        text = str(exc)
+        where = getattr(self.store, "path", None)
+        if where is not None:
+            for p in sorted({str(where), str(Path(where).parent)}, key=len, reverse=True):
+                if len(p) > 1:
+                    text = text.replace(p, "<memory store>")
+        return text
 
     def _search(self, args: Mapping[str, Any]) -> ToolResult:
         query = str(args["query"])

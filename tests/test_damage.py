@@ -1,0 +1,122 @@
+"""Damaged files: the journal stays the truth when an index's pages are damaged.
+
+Each test corrupts a copy of a real store on disk (real sqlite, real Chroma) and checks what a user
+sees: writes still land in the journal, one error line names the folder and the cure, ``verify``
+finds the damage and ``verify --repair`` fixes it (docs/storage.md#a-damaged-lexical-index).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import warnings
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from agentmemory import (
+    ChromaStore,
+    Entry,
+    IndexDamagedError,
+    IndexDamagedWarning,
+    SqliteStore,
+    tools,
+)
+from agentmemory.cli import main
+from embedders import HashingEmbedder
+
+
+def fill(store: SqliteStore | ChromaStore, n: int = 300) -> None:
+    store.put_many(
+        [Entry("user", f"n-{i}", f"note {i} about zebras and lions, day {i}") for i in range(n)]
+    )
+
+
+def garble_lexical_pages(db: Path) -> list[int]:
+    """Overwrite every page of the FTS5 index's data table with random bytes (the file is
+    closed); returns the page numbers. The entries and the journal are untouched."""
+    with sqlite3.connect(db) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        size = conn.execute("PRAGMA page_size").fetchone()[0]
+        pages = [
+            int(r[0])
+            for r in conn.execute("SELECT pageno FROM dbstat WHERE name = 'memory_lexical_data'")
+        ]
+    conn.close()
+    assert pages and 1 not in pages
+    with db.open("r+b") as f:
+        for page in pages:
+            f.seek((page - 1) * size)
+            f.write(os.urandom(size))
+    return pages
+
+
+HASHING = ("--embedder", "hashing:256")
+
+
+def run(*args: str) -> Result:
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def test_a_damaged_lexical_index_takes_writes_and_is_rebuilt(tmp_path: Path) -> None:
+    db = tmp_path / "store" / "journal.sqlite3"
+    with SqliteStore(db) as st:
+        fill(st)
+    garble_lexical_pages(db)
+    with SqliteStore(db) as st:
+        with pytest.warns(IndexDamagedWarning, match="verify --repair"):
+            st.put(Entry("user", "fresh", "a fresh zebra sighting"))
+        st.forget("user", "n-3")  # no second warning needed; it lands too
+        assert st.get("user", "fresh").content == "a fresh zebra sighting"
+        assert [c.entry.name for c in st.journal()][-2:] == ["fresh", "n-3"]
+        with pytest.raises(IndexDamagedError) as err:
+            st.search_text("zebra", scopes=["user"], limit=5)
+        line = str(err.value)
+        assert "\n" not in line and str(db.parent) in line and "verify --repair" in line
+        problems = st.check_lexical()
+        assert any("FTS5 integrity-check" in p or "quick_check" in p for p in problems), problems
+        assert st.rebuild_lexical() == 300  # 300 - n-3 + fresh
+        assert st.check_lexical() == []
+        names = [e.name for e, _ in st.search_text("fresh zebra", scopes=["user"], limit=3)]
+        assert names[0] == "fresh"
+        assert "n-3" not in [e.name for e, _ in st.search_text("note 3", scopes=["user"], limit=300)]
+        st.put(Entry("user", "later", "a later write is indexed again"))
+        assert [e.name for e, _ in st.search_text("later", scopes=["user"], limit=3)] == ["later"]
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    conn.close()
+
+
+def test_the_cli_reports_a_damaged_lexical_index_and_repairs_it(tmp_path: Path) -> None:
+    folder = tmp_path / "store"
+    with ChromaStore.open(folder, embedder=HashingEmbedder(256)) as st:
+        fill(st, 200)
+    garble_lexical_pages(folder / "journal.sqlite3")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IndexDamagedWarning)
+        saved = run("save", "user/fresh", "a fresh zebra", "--path", str(folder), *HASHING)
+    assert saved.exit_code == 0, saved.output
+    checked = run("verify", "--path", str(folder), *HASHING)
+    assert checked.exit_code == 1
+    assert "lexical index" in checked.output and "verify --repair" in checked.output
+    repaired = run("verify", "--repair", "--path", str(folder), *HASHING)
+    assert repaired.exit_code == 0, repaired.output
+    assert "lexical index rebuilt: 201 entries" in repaired.output
+    again = run("verify", "--path", str(folder), *HASHING)
+    assert again.exit_code == 0, again.output
+    found = run("search", "fresh zebra", "--mode", "bm25", "--path", str(folder), *HASHING)
+    assert found.exit_code == 0 and "1. user/fresh" in found.output, found.output
+
+
+def test_the_tools_say_a_damaged_index_is_permanent_and_name_no_host_path(tmp_path: Path) -> None:
+    db = tmp_path / "store" / "journal.sqlite3"
+    with SqliteStore(db) as st:
+        fill(st, 50)
+    garble_lexical_pages(db)
+    with SqliteStore(db) as st:
+        search = {t.name: t for t in tools(st, ["user"])}["memory_search"]
+        result = search({"query": "zebra"})
+    assert result.is_error
+    assert "try again" not in result.text and str(tmp_path) not in result.text
+    assert "damaged" in result.text and "verify --repair" in result.text
