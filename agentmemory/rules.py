@@ -67,10 +67,10 @@ def suggest_name(s: str) -> str:
 def _not_kebab(what: str, value: object) -> str:
     if isinstance(value, str):
         return (
-            f"{what} {go_quote(value)} is not kebab-case ({_KEBAB_RULE}); "
+            f"{what} {_shown(value)} is not kebab-case ({_KEBAB_RULE}); "
             f"use e.g. {go_quote(suggest_name(value))}"
         )
-    return f"{what} {value!r} is a {type(value).__name__}, not kebab-case text"
+    return f"{what} {_shown(repr(value))} is a {type(value).__name__}, not kebab-case text"
 
 
 def check_scope(scope: object, *, what: str = "scope") -> str:

@@ -52,6 +52,8 @@ if TYPE_CHECKING:  # jsonschema is imported when the first Tool is built, not by
 __all__ = [
     "DEFAULT_SEARCH_BYTES",
     "DEFAULT_SEARCH_LIMIT",
+    "ECHO_CHARS",
+    "MAX_ERROR_CHARS",
     "MAX_SEARCH_LIMIT",
     "PATCH_ATTEMPTS",
     "Tool",
@@ -245,6 +247,21 @@ def _json_type(value: object) -> str:
     if isinstance(value, Mapping):
         return "an object"
     return f"a {type(value).__name__}"
+
+
+ECHO_CHARS = 200
+"""A query a result line repeats back to the model is cut to this many characters (then "…" and
+how many more there were); docs/contract.md#what-the-model-is-told."""
+
+MAX_ERROR_CHARS = 1000
+"""A store error a tool returns to the model is cut to this many characters."""
+
+
+def _echo(text: str) -> str:
+    """``text`` Go-quoted, cut to :data:`ECHO_CHARS` characters."""
+    if len(text) <= ECHO_CHARS:
+        return go_quote(text)
+    return go_quote(text[:ECHO_CHARS]) + f"… ({len(text) - ECHO_CHARS} more characters)"
 
 
 def _show(value: object) -> str:
@@ -850,6 +867,8 @@ class _Kit:
             for p in sorted({str(where), str(Path(where).parent)}, key=len, reverse=True):
                 if len(p) > 1:
                     text = text.replace(p, "<memory store>")
+        if len(text) > MAX_ERROR_CHARS:
+            text = text[: MAX_ERROR_CHARS - 1] + "…"
         return text
 
     def _search(self, args: Mapping[str, Any]) -> ToolResult:
@@ -866,11 +885,11 @@ class _Kit:
         found = self._recall(query, scopes, limit)
         where = ", ".join(scopes)
         if not found:
-            return ToolResult(f"No entries in {where} match {go_quote(query)}.")
+            return ToolResult(f"No entries in {where} match {_echo(query)}.")
         # Ranked retrieval returns the nearest entries, which need not all be relevant: say
         # "best first" rather than "matches".
         noun = "entry" if len(found) == 1 else "entries"
-        parts = [f"{len(found)} {noun} in {where} for {go_quote(query)}, best first.\n"]
+        parts = [f"{len(found)} {noun} in {where} for {_echo(query)}, best first.\n"]
         shown = 0
         unshown: list[Entry] = []
         for e in found:

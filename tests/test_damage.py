@@ -80,7 +80,9 @@ def test_a_damaged_lexical_index_takes_writes_and_is_rebuilt(tmp_path: Path) -> 
         assert st.check_lexical() == []
         names = [e.name for e, _ in st.search_text("fresh zebra", scopes=["user"], limit=3)]
         assert names[0] == "fresh"
-        assert "n-3" not in [e.name for e, _ in st.search_text("note 3", scopes=["user"], limit=300)]
+        assert "n-3" not in [
+            e.name for e, _ in st.search_text("note 3", scopes=["user"], limit=300)
+        ]
         st.put(Entry("user", "later", "a later write is indexed again"))
         assert [e.name for e, _ in st.search_text("later", scopes=["user"], limit=3)] == ["later"]
     with sqlite3.connect(db) as conn:

@@ -1,0 +1,56 @@
+"""What the tools send back to the model is bounded and names no host path, whatever the model
+sent (docs/contract.md#what-the-model-is-told). Real stores on tmp_path; a real second sqlite
+connection holds the write lock for the busy case."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from agentmemory import Entry, SqliteStore, tools
+from agentmemory.tools import ECHO_CHARS, MAX_ERROR_CHARS
+
+
+def test_a_huge_name_is_not_echoed_in_full(tmp_path: Path) -> None:
+    with SqliteStore(tmp_path / "s" / "journal.sqlite3") as st:
+        t = {x.name: x for x in tools(st, ["user"])}
+        huge = "a" * 100_000
+        for call in (
+            t["memory_save"]({"name": huge, "content": "x"}),
+            t["memory_forget"]({"name": huge.upper()}),
+            t["memory_patch"]({"name": huge, "old_text": "x", "new_text": "y"}),
+        ):
+            assert call.is_error and "kebab-case" in call.text
+            assert len(call.text) < 400, len(call.text)
+
+
+def test_a_huge_query_is_echoed_cut(tmp_path: Path) -> None:
+    with SqliteStore(tmp_path / "s" / "journal.sqlite3") as st:
+        st.put(Entry("user", "zebra", "a zebra crossing"))
+        search = {x.name: x for x in tools(st, ["user"])}["memory_search"]
+        found = search({"query": "zebra " * 200_000})  # 1.2 MB
+        missed = search({"query": "okapi " * 200_000})
+    assert "user/zebra" in found.text and len(found.text) < ECHO_CHARS + 300
+    assert (
+        missed.text.startswith("No entries in user match") and len(missed.text) < ECHO_CHARS + 100
+    )
+    assert "(1199800 more characters)" in missed.text
+
+
+def test_busy_and_closed_store_messages_name_no_host_path(tmp_path: Path) -> None:
+    db = tmp_path / "s" / "journal.sqlite3"
+    st = SqliteStore(db, busy_timeout_s=0.2)
+    t = {x.name: x for x in tools(st, ["user"])}
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another program holds the write lock
+    try:
+        busy = t["memory_save"]({"name": "note", "content": "x"})
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert busy.is_error and "busy" in busy.text and str(tmp_path) not in busy.text
+    assert "busy_timeout_s" not in busy.text  # host-side advice stays on the host
+    st.close()
+    closed = t["memory_search"]({"query": "note"})
+    assert closed.is_error and str(tmp_path) not in closed.text, closed.text
+    assert len(closed.text) <= MAX_ERROR_CHARS
