@@ -186,14 +186,30 @@ def _folder_option(f: F) -> F:
     return click.option(
         "--path",
         "path",
-        type=click.Path(file_okay=False, path_type=Path),
+        type=str,
+        metavar="DIRECTORY",
         envvar=PATH_ENV,
         show_envvar=True,
         default=None,
         help="The store folder: DIR/journal.sqlite3 and DIR/chroma/, or a Markdown folder "
         "(DIR/journal.jsonl and DIR/<scope>/<name>.md) (default: $AGENTMEMORY_PATH, else the "
         "user data folder's agentmemory/store).",
+        callback=_refuse_empty_path,
     )(f)
+
+
+def _refuse_empty_path(
+    ctx: click.Context, param: click.Parameter, value: str | None
+) -> Path | None:
+    """The ``--path`` folder; refuses ``--path ""``, which would make a store in the current
+    folder ("." says that)."""
+    if value is None:
+        return None
+    if not value:
+        raise click.BadParameter(
+            'is empty; give the store folder (use "." for the current folder)', param_hint="--path"
+        )
+    return Path(value)
 
 
 _FORMAT_META = "agentmemory.store_format"
@@ -532,6 +548,7 @@ def save_command(
     """
     from .entries import Entry
     from .errors import IndexWriteError, NotFoundError
+    from .rules import DEFAULT_MAX_ENTRY_BYTES, check_entry
     from .wire import encode_change
 
     scope, name = _parse_key(key)
@@ -544,6 +561,11 @@ def save_command(
         meta["description"] = description
     if no_meta and meta:
         raise click.UsageError("--no-meta clears the meta; do not give --meta or --description")
+    # a save refused for its own sake (name, content, meta) must not create a store first
+    check_entry(
+        Entry(scope=scope, name=name, content=content, meta=meta or None),
+        DEFAULT_MAX_ENTRY_BYTES,  # what open_store gives the store
+    )
     with _open_index(path, embedder_name, create=True) as store:
         based_on = None
         if not meta and not no_meta:
@@ -603,7 +625,10 @@ def list_command(scopes: tuple[str, ...], full: bool, path: Path | None, as_json
     `agentmemory export` writes).
     """
     from .jsonl import export_entries
+    from .rules import check_scope
 
+    for scope in scopes:
+        check_scope(scope)
     with _open_journal(path) as store:
         if as_json:
             export_entries(store, sys.stdout, scopes)

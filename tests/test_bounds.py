@@ -7,7 +7,11 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
+from click.testing import CliRunner, Result
+
 from agentmemory import Entry, SqliteStore, tools
+from agentmemory.cli import main
 from agentmemory.tools import ECHO_CHARS, MAX_ERROR_CHARS
 
 
@@ -54,3 +58,44 @@ def test_busy_and_closed_store_messages_name_no_host_path(tmp_path: Path) -> Non
     closed = t["memory_search"]({"query": "note"})
     assert closed.is_error and str(tmp_path) not in closed.text, closed.text
     assert len(closed.text) <= MAX_ERROR_CHARS
+
+
+# -- smaller refusals of the command line -----------------------------------------------------
+
+
+def run_cli(*args: str) -> Result:
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def one_line(result: Result, *words: str) -> None:
+    assert result.exit_code != 0
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("agentmemory: "), result.stderr
+    for w in words:
+        assert w in lines[0], lines[0]
+
+
+def test_an_empty_path_is_refused_not_read_as_the_current_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for args in (("save", "user/x", "hello"), ("list",), ("verify",)):
+        one_line(run_cli(*args, "--path", ""), "--path", "empty")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_refused_save_creates_no_store(tmp_path: Path) -> None:
+    folder = tmp_path / "store"
+    one_line(run_cli("save", "user/BAD_NAME", "x", "--path", str(folder)), "BAD_NAME")
+    one_line(run_cli("save", "user/ok", "x" * 5000, "--path", str(folder)), "5000")
+    assert not folder.exists()
+
+
+def test_list_refuses_an_invalid_scope(tmp_path: Path) -> None:
+    folder = tmp_path / "store"
+    assert (
+        run_cli("save", "user/ok", "x", "--path", str(folder), "--embedder", "hashing").exit_code
+        == 0
+    )
+    one_line(run_cli("list", "Bad Scope", "--path", str(folder)), '"Bad Scope"', "kebab-case")
+    one_line(run_cli("list", "Bad Scope", "--json", "--path", str(folder)), "kebab-case")
