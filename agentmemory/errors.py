@@ -16,7 +16,7 @@ also a :class:`recallers.EmptyQueryError`, lives with the store's query check in
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
     from .entries import Change
@@ -47,6 +47,7 @@ __all__ = [
     "RecallModeError",
     "RerankError",
     "StoreFormatError",
+    "StoreIOError",
     "StoreLockedError",
     "StoreUnavailableError",
     "ToolConfigError",
@@ -376,6 +377,37 @@ class IndexWriteError(IndexOutOfStepError):
             f"index was not updated ({type(cause).__name__}: {cause}); get, list and search see "
             "it, vector search may miss it until the index catches up at the next write, at the "
             "next open, or on repair()"
+        )
+
+
+class StoreIOError(AgentMemoryError, OSError):
+    """The store's database failed for a reason outside agentmemory: the disk is full, the folder
+    is read-only, the file's pages are damaged, or the operating system refused the file. The
+    message is one line naming the store's folder, what happened and the cure.
+
+    Attributes:
+        path: the store's folder.
+        kind: ``"full"``, ``"read-only"``, ``"damaged"`` or ``"io"``.
+        detail: what the database said.
+    """
+
+    CURES: ClassVar[dict[str, str]] = {
+        "full": "the disk is full; nothing was written: free some space and run the command "
+        "again (an import goes on from where it stopped)",
+        "read-only": "the store is read-only here; reads work, writes need a folder and files "
+        "you may write",
+        "damaged": "the journal database is damaged; copy the folder aside, then run "
+        "'agentmemory verify' on it to see what is left, or restore the folder from a backup",
+        "io": "the operating system refused the file; check the disk and the folder, then run "
+        "the command again",
+    }
+
+    def __init__(self, path: str, kind: str, detail: str) -> None:
+        self.path = path
+        self.kind = kind
+        self.detail = detail
+        super().__init__(
+            f"agentmemory: store {path}: {self.CURES.get(kind, self.CURES['io'])} ({detail})"
         )
 
 

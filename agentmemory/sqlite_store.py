@@ -65,6 +65,7 @@ from .errors import (
     IndexDamagedWarning,
     NotFoundError,
     StoreFormatError,
+    StoreIOError,
     StoreLockedError,
 )
 from .mem_store import utc_now
@@ -375,6 +376,25 @@ class SqliteStore:
             ),
         )
 
+    def _failed(self, err: sqlite3.Error) -> AgentMemoryError:
+        """The :class:`AgentMemoryError` for a failure of sqlite: busy is
+        :class:`StoreLockedError`, the rest a :class:`StoreIOError` saying full, read-only,
+        damaged or refused (docs/storage.md#errors-that-are-not-ours)."""
+        if isinstance(err, sqlite3.OperationalError) and _is_busy(err):
+            return self._locked(err)
+        code = getattr(err, "sqlite_errorcode", None)
+        primary = code & 0xFF if isinstance(code, int) else None
+        text = str(err).lower()
+        if primary == sqlite3.SQLITE_FULL or "disk is full" in text:
+            kind = "full"
+        elif primary == sqlite3.SQLITE_READONLY or "readonly" in text or "read-only" in text:
+            kind = "read-only"
+        elif _is_damage(err):
+            kind = "damaged"
+        else:
+            kind = "io"
+        return StoreIOError(str(self._path.parent), kind, str(err))
+
     def _format_error(self, detail: str) -> StoreFormatError:
         return StoreFormatError(str(self._path), detail)
 
@@ -474,27 +494,27 @@ class SqliteStore:
             conn = self._writer
             try:
                 conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as err:
-                if _is_busy(err):
-                    raise self._locked(err) from err
-                raise
+            except sqlite3.Error as err:
+                raise self._failed(err) from err
             staged = dict(self._staged)
             try:
                 yield conn
                 for key, value in staged.items():
                     self._put_state(conn, key, value)
-            except BaseException:
+            except BaseException as exc:
                 if conn.in_transaction:  # sqlite may have rolled back already (I/O error, full)
-                    conn.execute("ROLLBACK")
+                    with suppress(sqlite3.Error):
+                        conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):
+                    raise self._failed(exc) from exc
                 raise
             try:
                 conn.execute("COMMIT")
-            except sqlite3.OperationalError as err:
+            except sqlite3.Error as err:
                 if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                if _is_busy(err):
-                    raise self._locked(err) from err
-                raise
+                    with suppress(sqlite3.Error):
+                        conn.execute("ROLLBACK")
+                raise self._failed(err) from err
             for key, value in staged.items():
                 if self._staged.get(key) == value:
                     del self._staged[key]
@@ -505,10 +525,8 @@ class SqliteStore:
             self._check_open()
             try:
                 yield self._reader
-            except sqlite3.OperationalError as err:
-                if _is_busy(err):
-                    raise self._locked(err) from err
-                raise
+            except sqlite3.Error as err:
+                raise self._failed(err) from err
 
     # -- the write path ----------------------------------------------------------------------
 
@@ -953,9 +971,9 @@ class SqliteStore:
             raise self._damaged(damaged)
         try:
             return self._lexicon.search_text(query, scopes=scopes, limit=limit)
-        except sqlite3.DatabaseError as err:
-            if _is_damage(err):
-                raise self._damaged(str(err)) from err
+        except StoreIOError as err:
+            if err.kind == "damaged":
+                raise self._damaged(err.detail) from err
             raise
 
     def _damaged(self, detail: str) -> IndexDamagedError:
@@ -1015,8 +1033,8 @@ class SqliteStore:
                 with self._transaction() as conn:
                     for t in tables:
                         conn.execute(f"DROP TABLE IF EXISTS {t}")
-            except sqlite3.DatabaseError as err:
-                if not _is_damage(err):
+            except StoreIOError as err:
+                if err.kind != "damaged":
                     raise
                 self._drop_by_schema()
             with self._transaction() as conn:

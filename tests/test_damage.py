@@ -16,11 +16,13 @@ import pytest
 from click.testing import CliRunner, Result
 
 from agentmemory import (
+    AgentMemoryError,
     ChromaStore,
     Entry,
     IndexDamagedError,
     IndexDamagedWarning,
     SqliteStore,
+    StoreIOError,
     tools,
 )
 from agentmemory.cli import main
@@ -122,3 +124,71 @@ def test_the_tools_say_a_damaged_index_is_permanent_and_name_no_host_path(tmp_pa
     assert result.is_error
     assert "try again" not in result.text and str(tmp_path) not in result.text
     assert "damaged" in result.text and "verify --repair" in result.text
+
+
+# -- errors that are not ours: every sqlite failure is one AgentMemoryError line ---------------
+
+
+def garble_table(db: Path, table: str) -> None:
+    """Overwrite every page of ``table``'s b-tree with random bytes (the file is closed)."""
+    with sqlite3.connect(db) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        size = conn.execute("PRAGMA page_size").fetchone()[0]
+        pages = [
+            int(r[0]) for r in conn.execute("SELECT pageno FROM dbstat WHERE name = ?", (table,))
+        ]
+    conn.close()
+    assert pages and 1 not in pages
+    with db.open("r+b") as f:
+        for page in pages:
+            f.seek((page - 1) * size)
+            f.write(os.urandom(size))
+
+
+def one_line_error(err: BaseException, folder: Path, *words: str) -> None:
+    text = str(err)
+    assert isinstance(err, AgentMemoryError) and "\n" not in text, repr(err)
+    assert text.startswith("agentmemory: ") and str(folder) in text, text
+    for w in words:
+        assert w in text, text
+
+
+@pytest.mark.parametrize("table", ["memory_journal", "memory_entries"])
+def test_garbled_journal_pages_give_one_line_naming_the_folder(tmp_path: Path, table: str) -> None:
+    db = tmp_path / "store" / "journal.sqlite3"
+    with SqliteStore(db) as st:
+        fill(st)
+    garble_table(db, table)
+    with SqliteStore(db) as st:
+        calls = {
+            "memory_journal": [lambda: list(st.journal())],
+            "memory_entries": [lambda: st.get("user", "n-5"), lambda: st.list("user")],
+        }[table]
+        for call in [*calls, lambda: st.put(Entry("user", "x", "y"))]:
+            with pytest.raises(StoreIOError) as err:
+                call()
+            assert err.value.kind == "damaged"
+            one_line_error(err.value, db.parent, "damaged", "backup")
+    result = run("journal", "--path", str(db.parent))
+    if table == "memory_journal":
+        assert result.exit_code == 1
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and "damaged" in lines[0] and str(db.parent) in lines[0]
+
+
+def test_a_full_disk_is_one_line_and_writes_nothing(tmp_path: Path) -> None:
+    """SQLite's own SQLITE_FULL, reached by capping the file's pages (PRAGMA max_page_count, what
+    a full disk looks like to sqlite) on the store's writer connection."""
+    db = tmp_path / "store" / "journal.sqlite3"
+    with SqliteStore(db) as st:
+        fill(st, 20)
+        pages = st._writer.execute("PRAGMA page_count").fetchone()[0]
+        st._writer.execute(f"PRAGMA max_page_count = {pages}")
+        big = [Entry("user", f"big-{i}", f"{i} " + "lorem ipsum " * 300) for i in range(200)]
+        with pytest.raises(StoreIOError) as err:
+            st.put_many(big)
+        assert err.value.kind == "full"
+        one_line_error(err.value, db.parent, "disk is full", "nothing was written")
+        assert len(list(st.journal())) == 20 and len(st.list("user")) == 20
+        st._writer.execute("PRAGMA max_page_count = 1073741823")
+        assert len(st.put_many(big)) == 200  # the rerun finishes the job

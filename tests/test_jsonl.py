@@ -20,6 +20,7 @@ from agentmemory import (
     ImportIncompleteError,
     ImportLineError,
     SqliteStore,
+    StoreIOError,
 )
 from agentmemory.cli import main
 from agentmemory.jsonl import export_entries, import_entries, read_entries
@@ -148,7 +149,8 @@ def test_a_full_disk_mid_import_is_our_error_and_a_rerun_finishes(tmp_path: Path
         import_entries(capped, lines, batch=5)
     err = caught.value
     assert isinstance(err, AgentMemoryError)
-    assert isinstance(err.__cause__, sqlite3.OperationalError)
+    assert isinstance(err.__cause__, StoreIOError) and err.__cause__.kind == "full"
+    assert isinstance(err.__cause__.__cause__, sqlite3.OperationalError)
     assert "database or disk is full" in str(err) and "run the same import again" in str(err)
     assert err.done > 0 and err.line == err.done + 1
     with SqliteStore(path) as store:
