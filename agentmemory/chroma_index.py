@@ -38,6 +38,7 @@ from .rules import check_scope, valid_name
 __all__ = [
     "DEFAULT_COLLECTION_PREFIX",
     "MAX_PREFIX_CHARS",
+    "MAX_QUERY_RESULTS",
     "ChromaIndex",
     "IndexRow",
     "Neighbour",
@@ -47,6 +48,12 @@ __all__ = [
 
 DEFAULT_COLLECTION_PREFIX = "agentmemory"
 """The default prefix of collection names (``agentmemory_<scope>``)."""
+
+MAX_QUERY_RESULTS = 10_000
+"""The most neighbours one query asks a collection for. Chroma reads a query's results with one
+SQL statement binding every id, and sqlite allows 32,766 bound variables: ``n_results=40000`` on a
+big collection failed with "too many SQL variables". A vector leg therefore returns at most this
+many entries per scope (docs/storage.md#one-collection-per-scope)."""
 
 MAX_PREFIX_CHARS = 200
 """The longest collection prefix; with ``_`` and a 64-byte scope it stays under Chroma's 512."""
@@ -256,7 +263,8 @@ class ChromaIndex:
     ) -> builtins.list[Neighbour]:
         """The at most ``n`` vectors of ``scope`` nearest the ``(dim,)`` float32 ``vector``,
         nearest first (Chroma's HNSW search: approximate); ``[]`` when the scope has no
-        collection."""
+        collection. ``n`` is capped at :data:`MAX_QUERY_RESULTS`."""
+        n = min(n, MAX_QUERY_RESULTS)
 
         def run(col: Any) -> Any:
             return col.query(

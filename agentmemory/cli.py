@@ -723,16 +723,24 @@ def search_command(
         with _open_journal(path) as journal:
             wanted = list(scopes) or journal.scopes()
             hits = journal.recall(text, scopes=wanted, limit=limit, mode="bm25") if wanted else []
-    else:
-        with _open_index(path, embedder_name, create=False) as store:
+    failed: dict[str, str] = {}
+    if mode != "bm25":
+        with _open_index(path, embedder_name, create=False) as store, _failed_legs(failed):
             wanted = list(scopes) or _scopes_of(store)
             hits = store.recall(text, scopes=wanted, limit=limit, mode=mode) if wanted else []
     shown_mode = "hybrid" if mode == "auto" else mode
+    if failed:  # a hybrid whose leg failed is not a hybrid: say which leg answered, and why
+        answered = [leg for leg in ("bm25", "vector") if leg not in failed]
+        shown_mode = "+".join(answered) or "none"
+        for leg, why in failed.items():
+            click.echo(f"agentmemory: the {leg} leg failed ({why}); these hits are "
+                       f"{shown_mode} only", err=True)  # fmt: skip
     if as_json:
         _echo_json(
             {
                 "query": text,
                 "mode": shown_mode,
+                "failed_legs": failed,
                 "scopes": wanted,
                 "hits": [
                     {
@@ -768,6 +776,31 @@ def search_command(
         click.echo(f"{rank:>2}. {h.entry.key}  score {h.score:.4g}  ({', '.join(legs)})")
         body = h.entry.content.rstrip("\n") if full else _one_line(h.entry.content, _SHOW_CHARS)
         click.echo("    " + body.replace("\n", "\n    "))
+
+
+class _LegFailures(logging.Handler):
+    """Collects the legs ``recallers.HybridRecaller`` logs as failed (leg name to error)."""
+
+    def __init__(self, into: dict[str, str]) -> None:
+        super().__init__(logging.WARNING)
+        self.into = into
+
+    def emit(self, record: logging.LogRecord) -> None:
+        args = record.args
+        if isinstance(args, tuple) and len(args) == 3 and record.msg.startswith("recall leg"):
+            self.into[str(args[0])] = str(args[2]).splitlines()[0][:300]
+
+
+@contextmanager
+def _failed_legs(into: dict[str, str]) -> Iterator[None]:
+    """Record into ``into`` each recall leg that failed while the block runs."""
+    log = logging.getLogger("recallers.hybrid")
+    handler = _LegFailures(into)
+    log.addHandler(handler)
+    try:
+        yield
+    finally:
+        log.removeHandler(handler)
 
 
 @main.command("render", short_help="Print the memory block the model reads.")

@@ -99,3 +99,32 @@ def test_list_refuses_an_invalid_scope(tmp_path: Path) -> None:
     )
     one_line(run_cli("list", "Bad Scope", "--path", str(folder)), '"Bad Scope"', "kebab-case")
     one_line(run_cli("list", "Bad Scope", "--json", "--path", str(folder)), "kebab-case")
+
+
+@pytest.mark.slow
+def test_a_vector_search_deeper_than_sqlite_allows_is_capped_not_a_chromadb_error(
+    tmp_path: Path,
+) -> None:
+    """33,000 entries in one scope and ``limit=40000``: Chroma used to fail with "too many SQL
+    variables"; the leg now returns MAX_QUERY_RESULTS entries, nearest first."""
+    from agentmemory import ChromaStore
+    from agentmemory.chroma_index import MAX_QUERY_RESULTS
+    from embedders import HashingEmbedder
+
+    emb = HashingEmbedder(8)
+    with ChromaStore.open(tmp_path / "big", embedder=emb) as st:
+        words = [f"w{i}" for i in range(50)]
+        for start in range(0, 33_000, 5_500):
+            st.put_many(
+                [
+                    Entry("big", f"e-{i}", f"{words[i % 50]} {words[(i * 7) % 50]} {i}")
+                    for i in range(start, start + 5_500)
+                ]
+            )
+        found = st.search_vector(emb.embed(["w3 w21"])[0], limit=40_000, scopes=["big"])
+        assert len(found) == MAX_QUERY_RESULTS
+        scores = [s for _, s in found]
+        assert scores == sorted(scores, reverse=True)
+    result = run_cli("search", "w3 w21", "--limit", "40000", "--mode", "vector", "--path",
+                     str(tmp_path / "big"), "--json")  # fmt: skip
+    assert result.exit_code == 0, result.stderr

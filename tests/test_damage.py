@@ -7,6 +7,7 @@ finds the damage and ``verify --repair`` fixes it (docs/storage.md#a-damaged-lex
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import warnings
@@ -192,3 +193,19 @@ def test_a_full_disk_is_one_line_and_writes_nothing(tmp_path: Path) -> None:
         assert len(list(st.journal())) == 20 and len(st.list("user")) == 20
         st._writer.execute("PRAGMA max_page_count = 1073741823")
         assert len(st.put_many(big)) == 200  # the rerun finishes the job
+
+
+def test_a_hybrid_search_whose_lexical_leg_failed_is_not_labelled_hybrid(tmp_path: Path) -> None:
+    folder = tmp_path / "store"
+    with ChromaStore.open(folder, embedder=HashingEmbedder(256)) as st:
+        fill(st, 50)
+    garble_lexical_pages(folder / "journal.sqlite3")
+    found = run("search", "zebras", "--path", str(folder), "--json")
+    assert found.exit_code == 0, found.output
+    out = json.loads(found.stdout)
+    assert out["mode"] == "vector" and set(out["failed_legs"]) == {"bm25"}
+    assert "damaged" in out["failed_legs"]["bm25"]
+    assert out["hits"] and all(set(h["legs"]) == {"vector"} for h in out["hits"])
+    text = run("search", "zebras", "--path", str(folder))
+    assert "(vector)" in text.stdout.splitlines()[0] and "(hybrid)" not in text.stdout
+    assert "the bm25 leg failed" in text.stderr and "verify --repair" in text.stderr
