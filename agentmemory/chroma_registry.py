@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .errors import IndexDamagedError
 from .folder_lock import FolderLock
 from .index_cursor import IndexCursor
 
@@ -86,6 +87,17 @@ def _lock_detail() -> str:
     )
 
 
+def _forget_failed_client() -> None:
+    """Drop chromadb's per-process cache of clients, which keeps a client whose start failed
+    (its next start on the same path would then fail with "no attribute 'bindings'")."""
+    try:
+        from chromadb.api.shared_system_client import SharedSystemClient
+
+        SharedSystemClient.clear_system_cache()
+    except Exception:  # an older or newer chromadb without that cache: nothing to drop
+        return
+
+
 def open_folder(folder: Path, timeout_s: float) -> Any:
     """This process's ``chromadb.PersistentClient`` on ``folder/chroma``, telemetry off; the
     first call takes the folder lock (waiting up to ``timeout_s`` seconds), later calls share
@@ -93,6 +105,9 @@ def open_folder(folder: Path, timeout_s: float) -> Any:
 
     Raises:
         StoreLockedError: another process holds the folder (names it).
+        IndexDamagedError: Chroma cannot open ``folder/chroma`` (a truncated or garbled
+            ``chroma.sqlite3``, a folder it may not read); the cure, ``agentmemory verify
+            --repair``, moves it aside and rebuilds it from the journal.
     """
     key = (str(folder.resolve()), os.getpid())
     with _lock:
@@ -105,6 +120,11 @@ def open_folder(folder: Path, timeout_s: float) -> Any:
                 client = chromadb.PersistentClient(
                     path=str(folder / CHROMA_FOLDER), settings=_chroma_settings()
                 )
+            except Exception as err:  # a damaged or unreadable chroma/: derived data
+                lock.release()
+                _forget_failed_client()
+                detail = (str(err).strip().splitlines() or [type(err).__name__])[-1]
+                raise IndexDamagedError(str(folder), "vector", detail[:300]) from err
             except BaseException:
                 lock.release()
                 raise

@@ -547,8 +547,9 @@ def save_command(
     the entry's vector updated before the command returns.
     """
     from .entries import Entry
-    from .errors import IndexWriteError, NotFoundError
+    from .errors import IndexDamagedError, IndexWriteError, NotFoundError
     from .rules import DEFAULT_MAX_ENTRY_BYTES, check_entry
+    from .store import Store
     from .wire import encode_change
 
     scope, name = _parse_key(key)
@@ -566,22 +567,38 @@ def save_command(
         Entry(scope=scope, name=name, content=content, meta=meta or None),
         DEFAULT_MAX_ENTRY_BYTES,  # what open_store gives the store
     )
-    with _open_index(path, embedder_name, create=True) as store:
-        based_on = None
+
+    def write(store: Store) -> Change:
+        kept, based_on = meta, None
         if not meta and not no_meta:
             try:
                 stored = store.get(scope, name)
             except NotFoundError:
                 stored = None
             if stored is not None and stored.meta:
-                meta = dict(stored.meta)
+                kept = dict(stored.meta)
                 based_on = stored.hash
-        entry = Entry(scope=scope, name=name, content=content, meta=meta or None)
+        entry = Entry(scope=scope, name=name, content=content, meta=kept or None)
         try:
-            change = store.put(entry, if_hash=if_hash, based_on=based_on, session=session_id)
+            return store.put(entry, if_hash=if_hash, based_on=based_on, session=session_id)
         except IndexWriteError as exc:
-            change = exc.changes[0]
             _index_behind(exc.changes, exc.__cause__)
+            return exc.changes[0]
+
+    try:
+        with _open_index(path, embedder_name, create=True) as store:
+            change = write(store)
+    except IndexDamagedError as exc:  # the journal takes the write; a repair re-indexes it
+        if exc.index != "vector":
+            raise
+        with _open_journal(path) as journal:
+            change = write(journal)
+        click.echo(
+            f"agentmemory: the vector index of store {exc.path} is damaged ({exc.detail}); the "
+            f"write is in the journal (seq {change.seq}): run 'agentmemory verify --repair "
+            f"--path {exc.path}' to rebuild the index",
+            err=True,
+        )
     if as_json:
         click.echo(encode_change(change))
         return
@@ -996,7 +1013,12 @@ def verify_command(
 
     Opening the store first replays journal records the index has not seen.
     """
-    with _chroma_only(_open_index(path, embedder_name, create=False), "verify") as store:
+    opened = (
+        _open_moving_damage(path, embedder_name)
+        if repair
+        else _open_index(path, embedder_name, create=False)
+    )
+    with _chroma_only(opened, "verify") as store:
         report = store.repair() if repair else store.verify()
         lexical, rebuilt = _check_lexical(store.journal_store, repair)
     if as_json:
@@ -1029,9 +1051,38 @@ def verify_command(
         sys.exit(1)
 
 
-def _check_lexical(journal: SqliteStore, repair: bool) -> tuple[list[str], int | None]:
+def _open_moving_damage(
+    path: Path | None, embedder_name: str | None, *, reindex: bool = False
+) -> ChromaStore | FileStore:
+    """Open the store's index; when Chroma cannot open it (``IndexDamagedError``), move
+    ``chroma/`` aside to ``chroma.damaged-<UTC time>`` (kept as evidence), say so on stderr,
+    and open a new index rebuilt from the journal (docs/storage.md#a-damaged-vector-index)."""
+    from .errors import IndexDamagedError
+
+    try:
+        return _open_index(path, embedder_name, create=False, reindex=reindex)
+    except IndexDamagedError as exc:
+        if exc.index != "vector":
+            raise
+        old = Path(exc.path) / "chroma"
+        aside = old.with_name("chroma.damaged-" + time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
+        old.rename(aside)
+        click.echo(
+            f"agentmemory: the vector index was damaged ({exc.detail}); moved it to {aside} "
+            "and rebuilt it from the journal",
+            err=True,
+        )
+        return _open_index(path, embedder_name, create=False, reindex=True)
+
+
+def _check_lexical(journal: object, repair: bool) -> tuple[list[str], int | None]:
     """The lexical index's problems (``SqliteStore.check_lexical``) and, with ``repair`` and
-    problems found, the number of entries its rebuild indexed (problems then re-checked)."""
+    problems found, the number of entries its rebuild indexed (problems then re-checked).
+    ``([], None)`` for a journal that is not an sqlite one."""
+    from .sqlite_store import SqliteStore
+
+    if not isinstance(journal, SqliteStore):
+        return [], None
     problems = journal.check_lexical()
     if not (repair and problems):
         return problems, None
@@ -1047,7 +1098,7 @@ def reindex_command(path: Path | None, embedder_name: str | None, as_json: bool)
     """Rebuild the vector index from the journal (with --embedder NAME: switch to it), and the
     lexical index too when it is damaged."""
     started = time.perf_counter()
-    opened = _open_index(path, embedder_name, create=False, reindex=True)
+    opened = _open_moving_damage(path, embedder_name, reindex=True)
     with _chroma_only(opened, "reindex") as store:
         report = store.verify()
         name = store.embedder.name

@@ -209,3 +209,42 @@ def test_a_hybrid_search_whose_lexical_leg_failed_is_not_labelled_hybrid(tmp_pat
     text = run("search", "zebras", "--path", str(folder))
     assert "(vector)" in text.stdout.splitlines()[0] and "(hybrid)" not in text.stdout
     assert "the bm25 leg failed" in text.stderr and "verify --repair" in text.stderr
+
+
+# -- a damaged vector index (docs/storage.md#a-damaged-vector-index) ---------------------------
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbled"])
+def test_a_damaged_vector_index_takes_writes_and_is_moved_aside_and_rebuilt(
+    tmp_path: Path, damage: str
+) -> None:
+    folder = tmp_path / "store"
+    with ChromaStore.open(folder, embedder=HashingEmbedder(256)) as st:
+        fill(st, 100)
+    index = folder / "chroma" / "chroma.sqlite3"
+    size = index.stat().st_size
+    if damage == "truncated":
+        with index.open("r+b") as f:
+            f.truncate(size // 2)
+    else:
+        with index.open("r+b") as f:
+            f.seek(4096)
+            f.write(os.urandom(size - 8192))
+    saved = run("save", "user/fresh", "a fresh zebra", "--path", str(folder), *HASHING)
+    assert saved.exit_code == 0, saved.output
+    assert "journal seq 101" in saved.stdout
+    warning = saved.stderr.strip().splitlines()
+    assert len(warning) == 1 and "vector index" in warning[0] and "verify --repair" in warning[0]
+    with SqliteStore(folder / "journal.sqlite3") as journal:
+        assert journal.get("user", "fresh").content == "a fresh zebra"
+    checked = run("verify", "--path", str(folder), *HASHING)
+    assert checked.exit_code == 1
+    lines = checked.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(folder) in lines[0] and "verify --repair" in lines[0]
+    repaired = run("verify", "--repair", "--path", str(folder), *HASHING)
+    assert repaired.exit_code == 0, repaired.output
+    assert "index ok: 101 vectors for 101 live entries" in repaired.stdout
+    aside = [p.name for p in folder.iterdir() if p.name.startswith("chroma.damaged-")]
+    assert len(aside) == 1 and aside[0] in repaired.stderr  # the evidence is kept, and named
+    found = run("search", "fresh zebra", "--mode", "vector", "--path", str(folder), *HASHING)
+    assert "1. user/fresh" in found.stdout, found.output
