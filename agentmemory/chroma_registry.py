@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import IndexDamagedError
+from .errors import IndexDamagedError, StoreFormatError
 from .folder_lock import FolderLock
 from .index_cursor import IndexCursor
 
@@ -87,6 +87,20 @@ def _lock_detail() -> str:
     )
 
 
+def _check_inside(folder: Path) -> None:
+    """Refuse a ``chroma/`` that is a symbolic link or resolves outside ``folder``: the folder
+    lock covers the store's folder only, so a linked index could be written by two stores at once
+    (docs/storage.md#the-folder-lock)."""
+    index = folder / CHROMA_FOLDER
+    target = index.resolve()
+    if index.is_symlink() or not target.is_relative_to(folder.resolve()):
+        raise StoreFormatError(
+            str(folder),
+            f"its {CHROMA_FOLDER}/ is a link to {target}, outside the folder its lock covers; "
+            f"replace the link by the folder itself (move {target} into {folder})",
+        )
+
+
 def _forget_failed_client() -> None:
     """Drop chromadb's per-process cache of clients, which keeps a client whose start failed
     (its next start on the same path would then fail with "no attribute 'bindings'")."""
@@ -115,11 +129,15 @@ def open_folder(folder: Path, timeout_s: float) -> Any:
         if found is None:
             lock = FolderLock.acquire(folder, timeout_s=timeout_s, detail=_lock_detail())
             try:
+                _check_inside(folder)
                 import chromadb
 
                 client = chromadb.PersistentClient(
                     path=str(folder / CHROMA_FOLDER), settings=_chroma_settings()
                 )
+            except StoreFormatError:
+                lock.release()
+                raise
             except Exception as err:  # a damaged or unreadable chroma/: derived data
                 lock.release()
                 _forget_failed_client()

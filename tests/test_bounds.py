@@ -128,3 +128,20 @@ def test_a_vector_search_deeper_than_sqlite_allows_is_capped_not_a_chromadb_erro
     result = run_cli("search", "w3 w21", "--limit", "40000", "--mode", "vector", "--path",
                      str(tmp_path / "big"), "--json")  # fmt: skip
     assert result.exit_code == 0, result.stderr
+
+
+def test_a_symlinked_chroma_folder_cannot_escape_the_folder_lock(tmp_path: Path) -> None:
+    """Store b's chroma/ links to store a's: opening b would let two locks guard one index."""
+    from agentmemory import ChromaStore, StoreFormatError
+    from embedders import HashingEmbedder
+
+    emb = HashingEmbedder(8)
+    with ChromaStore.open(tmp_path / "a", embedder=emb) as a:
+        a.put(Entry("user", "x", "in a"))
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "chroma").symlink_to(tmp_path / "a" / "chroma")
+    with pytest.raises(StoreFormatError) as err:
+        ChromaStore.open(tmp_path / "b", embedder=emb)
+    assert "link" in str(err.value) and "\n" not in str(err.value)
+    with ChromaStore.open(tmp_path / "a", embedder=emb) as a:  # a's lock was not left held
+        assert a.get("user", "x").content == "in a"
