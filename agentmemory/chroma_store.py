@@ -768,10 +768,14 @@ class ChromaStore:
         self._check_open()
         return self._sync.compare(cursor=self._cursor().position)
 
-    def repair(self) -> IndexReport:
+    def repair(self, *, keep: Iterable[str] = ()) -> IndexReport:
         """Apply what the cursor has not seen, then fix every key :meth:`verify` finds missing,
         stale or extra (embedding only those). Returns the report of a second verify; when it
         is clean, the cursor moves to the journal's end and the lost-index warning stops.
+
+        ``keep``: extra keys (``"scope/name"``) whose vectors stay, for example those of entries
+        the journal never had (``SqliteStore.never_journaled``), kept as evidence that the
+        journal lost records (docs/storage.md#a-journal-shorter-than-its-index).
 
         Raises what the embedder or Chroma raise; the index is then no worse than before.
         """
@@ -779,7 +783,8 @@ class ChromaStore:
         head = self._journal.last_seq()
         self._catch_up(force=True)
         found = self.verify()
-        wrong = [*found.missing, *found.stale, *found.extra]
+        kept = set(keep)
+        wrong = [*found.missing, *found.stale, *(k for k in found.extra if k not in kept)]
         if wrong:
             pairs: builtins.list[_Key] = []
             for key in wrong:

@@ -1003,11 +1003,17 @@ def lost_updates_command(after: int, path: Path | None, as_json: bool) -> None:
 @click.option(
     "--repair", is_flag=True, help="Embed what is missing or stale and drop what is extra."
 )
+@click.option(
+    "--drop-orphans",
+    is_flag=True,
+    help="With --repair: also drop the vectors of entries the journal never had (kept by "
+    "default as evidence that the journal lost records).",
+)
 @_path_option
 @_embedder_option
 @_json_option
 def verify_command(
-    repair: bool, path: Path | None, embedder_name: str | None, as_json: bool
+    repair: bool, drop_orphans: bool, path: Path | None, embedder_name: str | None, as_json: bool
 ) -> None:
     """Check that the vector index matches the journal (exit status 1 when it does not).
 
@@ -1019,12 +1025,18 @@ def verify_command(
         else _open_index(path, embedder_name, create=False)
     )
     with _chroma_only(opened, "verify") as store:
-        report = store.repair() if repair else store.verify()
+        orphans = _never_journaled(store.journal_store, store.verify().extra)
+        if repair:
+            report = store.repair(keep=() if drop_orphans else orphans)
+            orphans = _never_journaled(store.journal_store, report.extra)
+        else:
+            report = store.verify()
         lexical, rebuilt = _check_lexical(store.journal_store, repair)
     if as_json:
         _echo_json(
             {
                 "ok": report.ok and not lexical,
+                "orphans": orphans,
                 "lexical": lexical,
                 "lexical_rebuilt": rebuilt,
                 "missing": report.missing,
@@ -1045,6 +1057,14 @@ def verify_command(
             click.echo(f"lexical index rebuilt: {rebuilt} entries")
         for problem in lexical:
             click.echo(f"lexical index damaged: {problem}; run 'agentmemory verify --repair'")
+        if orphans:
+            click.echo(
+                f"journal shorter than its index: {len(orphans)} vectors belong to entries no "
+                f"journal record names ({', '.join(orphans[:5])}"
+                f"{', ...' if len(orphans) > 5 else ''}): the journal lost records (a truncated "
+                "file, a cut WAL); they are kept as evidence: restore the journal from a backup, "
+                "or run 'agentmemory verify --repair --drop-orphans' to drop them"
+            )
         if not lexical and rebuilt is None:
             click.echo("lexical index ok")
     if not report.ok or lexical:
@@ -1073,6 +1093,13 @@ def _open_moving_damage(
             err=True,
         )
         return _open_index(path, embedder_name, create=False, reindex=True)
+
+
+def _never_journaled(journal: object, keys: list[str]) -> list[str]:
+    """Those of ``keys`` no journal record names (``SqliteStore.never_journaled``); ``[]`` for a
+    journal without that check."""
+    check = getattr(journal, "never_journaled", None)
+    return list(check(keys)) if callable(check) and keys else []
 
 
 def _check_lexical(journal: object, repair: bool) -> tuple[list[str], int | None]:

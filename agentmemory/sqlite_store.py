@@ -826,6 +826,22 @@ class SqliteStore:
                     out.append(scope)
         return out
 
+    def never_journaled(self, keys: Iterable[str]) -> builtins.list[str]:
+        """Those of ``keys`` (``"scope/name"``, in the order given) that no journal record names:
+        a derived index holding one proves the journal lost records (a truncated file, a cut
+        WAL). One indexed lookup per key."""
+        out = []
+        with self._read() as conn:
+            for key in keys:
+                scope, _, name = key.partition("/")
+                row = conn.execute(
+                    "SELECT 1 FROM memory_journal WHERE scope = ? AND name = ? LIMIT 1",
+                    (scope, name),
+                ).fetchone()
+                if row is None:
+                    out.append(key)
+        return out
+
     def search(self, scopes: Sequence[str], query: str, limit: int = 0) -> builtins.list[Entry]:
         """Live entries matching ``query`` by :func:`agentmemory.matches` (every word a
         case-insensitive substring of name, meta values or content), scopes in the order given

@@ -248,3 +248,27 @@ def test_a_damaged_vector_index_takes_writes_and_is_moved_aside_and_rebuilt(
     assert len(aside) == 1 and aside[0] in repaired.stderr  # the evidence is kept, and named
     found = run("search", "fresh zebra", "--mode", "vector", "--path", str(folder), *HASHING)
     assert "1. user/fresh" in found.stdout, found.output
+
+
+def test_a_journal_shorter_than_its_index_keeps_the_evidence(tmp_path: Path) -> None:
+    """The journal file goes back to an older copy (what a lost WAL or a restore does): the index
+    holds vectors of 20 entries no journal record names. verify says so, --repair keeps them
+    unless told otherwise (docs/storage.md#a-journal-shorter-than-its-index)."""
+    folder = tmp_path / "store"
+    db = folder / "journal.sqlite3"
+    with ChromaStore.open(folder, embedder=HashingEmbedder(256)) as st:
+        fill(st, 30)
+    older = tmp_path / "journal-older.sqlite3"
+    older.write_bytes(db.read_bytes())
+    with ChromaStore.open(folder, embedder=HashingEmbedder(256)) as st:
+        st.put_many([Entry("user", f"late-{i}", f"a later note {i}") for i in range(20)])
+    db.write_bytes(older.read_bytes())
+    checked = run("verify", "--path", str(folder), *HASHING)
+    assert checked.exit_code == 1
+    assert "journal shorter than its index: 20 vectors" in checked.stdout, checked.output
+    kept = run("verify", "--repair", "--path", str(folder), *HASHING, "--json")
+    assert kept.exit_code == 1
+    assert len(json.loads(kept.stdout)["orphans"]) == 20  # still there: the evidence
+    dropped = run("verify", "--repair", "--drop-orphans", "--path", str(folder), *HASHING)
+    assert dropped.exit_code == 0, dropped.output
+    assert "journal shorter" not in dropped.stdout
