@@ -312,10 +312,13 @@ class SqliteStore:
         self._lexicon: Fts5Index[Entry] = Fts5Index(
             read=self._read, load=self._stored, tokenizer=tokenizer
         )
+        self._read_only = False
         self._path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._writer = self._connect()
         except sqlite3.Error as err:  # a folder, a file we may not read, a missing drive
+            if self._open_read_only():
+                return
             raise self._format_error(
                 f"sqlite cannot open it ({err}); give the path of a database file (new or "
                 "existing) in a folder you may write"
@@ -324,6 +327,11 @@ class SqliteStore:
             self._configure()
             self._migrate()
             self._reader = self._connect()
+        except (StoreFormatError, StoreIOError, sqlite3.Error):
+            self._writer.close()
+            if self._open_read_only():
+                return
+            raise
         except BaseException:
             self._writer.close()
             raise
@@ -332,6 +340,58 @@ class SqliteStore:
         except BaseException:
             self.close()
             raise
+
+    def _open_read_only(self) -> bool:
+        """Open an existing journal that may not be written (a read-only folder or file) for
+        reading: both connections ``mode=ro`` (``immutable=1`` when sqlite cannot even share
+        the WAL index read-only). Writes then fail with :class:`StoreIOError` ``"read-only"``
+        (docs/storage.md#a-read-only-store). ``False`` when the file is missing, writable, or
+        not readable as a journal of ours this way."""
+        if not self._path.is_file() or self._writable():
+            return False
+        for flags in ("mode=ro", "mode=ro&immutable=1"):
+            uri = f"{self._path.resolve().as_uri()}?{flags}"
+            try:
+                writer = sqlite3.connect(
+                    uri, uri=True, isolation_level=None, check_same_thread=False
+                )
+                reader = sqlite3.connect(
+                    uri, uri=True, isolation_level=None, check_same_thread=False
+                )
+                applied = self._applied(reader)
+            except sqlite3.Error:
+                continue
+            if applied is None or self._pending(applied):
+                writer.close()
+                reader.close()
+                return False
+            self._writer, self._reader = writer, reader
+            self._read_only = True
+            return True
+        return False
+
+    def _writable(self) -> bool:
+        """Whether a file can be made next to the journal (its WAL index needs one)."""
+        probe = self._path.with_name(f".{self._path.name}.write-probe-{os.getpid()}")
+        try:
+            probe.touch()
+        except OSError:
+            return False
+        with suppress(OSError):
+            probe.unlink()
+        return os.access(self._path, os.W_OK) and self._try_write_open()
+
+    def _try_write_open(self) -> bool:
+        try:
+            with self._path.open("r+b"):
+                return True
+        except OSError:
+            return False
+
+    @property
+    def read_only(self) -> bool:
+        """Whether the store was opened read-only (its folder or file may not be written)."""
+        return self._read_only
 
     # -- properties -------------------------------------------------------------------------
 

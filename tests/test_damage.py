@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
+import subprocess
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -272,3 +276,57 @@ def test_a_journal_shorter_than_its_index_keeps_the_evidence(tmp_path: Path) -> 
     dropped = run("verify", "--repair", "--drop-orphans", "--path", str(folder), *HASHING)
     assert dropped.exit_code == 0, dropped.output
     assert "journal shorter" not in dropped.stdout
+
+
+# -- a read-only store (docs/storage.md#a-read-only-store) -------------------------------------
+
+
+@contextmanager
+def read_only(*paths: Path) -> Iterator[None]:
+    """Make ``paths`` unwritable for this process, and writable again afterwards: permission
+    bits for a user, the immutable attribute (``chattr +i``) for root, whom permission bits do
+    not stop."""
+    if os.geteuid() != 0:
+        modes = [p.stat().st_mode for p in paths]
+        for p in paths:
+            p.chmod(0o555 if p.is_dir() else 0o444)
+        try:
+            yield
+        finally:
+            for p, mode in zip(paths, modes, strict=True):
+                p.chmod(mode)
+        return
+    chattr = shutil.which("chattr")
+    done = chattr is not None and subprocess.run([chattr, "+i", *map(str, paths)]).returncode == 0
+    if not done:
+        subprocess.run([chattr or "chattr", "-i", *map(str, paths)], check=False)
+        reason = "root needs chattr +i (CAP_LINUX_IMMUTABLE) to make a folder read-only"
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    try:
+        yield
+    finally:
+        subprocess.run([str(chattr), "-i", *map(str, paths)], check=True)
+
+
+def test_a_read_only_store_can_still_be_read(tmp_path: Path) -> None:
+    folder = tmp_path / "store"
+    with ChromaStore.open(folder, embedder=HashingEmbedder(256)) as st:
+        fill(st, 30)
+    locked = [folder, folder / "journal.sqlite3", folder / "chroma.lock"]
+    with read_only(*locked):
+        with SqliteStore(folder / "journal.sqlite3") as st:
+            assert st.read_only
+            assert st.get("user", "n-3").content.startswith("note 3 ")
+            assert len(st.list("user")) == 30 and len(list(st.journal())) == 30
+            assert st.search_text("zebras", scopes=["user"], limit=5)
+            with pytest.raises(StoreIOError) as err:
+                st.put(Entry("user", "new", "x"))
+            assert err.value.kind == "read-only"
+            one_line_error(err.value, folder, "read-only", "reads work")
+        for args in (("get", "user/n-3"), ("list",), ("journal",), ("render", "user"),
+                     ("search", "zebras", "--mode", "bm25")):  # fmt: skip
+            result = run(*args, "--path", str(folder))
+            assert result.exit_code == 0, (args, result.output)
+            assert "n-" in result.stdout
