@@ -1019,6 +1019,8 @@ def verify_command(
 
     Opening the store first replays journal records the index has not seen.
     """
+    if not repair:
+        _refuse_crashing_index(path)
     opened = (
         _open_moving_damage(path, embedder_name)
         if repair
@@ -1071,6 +1073,19 @@ def verify_command(
         sys.exit(1)
 
 
+def _refuse_crashing_index(path: Path | None) -> None:
+    """Raise ``IndexDamagedError`` (one line with the cure) when loading the store's Chroma
+    folder crashes a probe process (agentmemory.index_probe)."""
+    from .errors import IndexDamagedError
+    from .index_probe import probe_index
+    from .store_folder import store_folder
+
+    folder = store_folder(path)
+    crashed = probe_index(folder)
+    if crashed is not None:
+        raise IndexDamagedError(str(folder), "vector", crashed)
+
+
 def _open_moving_damage(
     path: Path | None, embedder_name: str | None, *, reindex: bool = False
 ) -> ChromaStore | FileStore:
@@ -1078,8 +1093,13 @@ def _open_moving_damage(
     ``chroma/`` aside to ``chroma.damaged-<UTC time>`` (kept as evidence), say so on stderr,
     and open a new index rebuilt from the journal (docs/storage.md#a-damaged-vector-index)."""
     from .errors import IndexDamagedError
+    from .index_probe import probe_index
+    from .store_folder import store_folder
 
     try:
+        crashed = probe_index(store_folder(path))
+        if crashed is not None:  # never load it here: it would crash this process too
+            raise IndexDamagedError(str(store_folder(path)), "vector", crashed)
         return _open_index(path, embedder_name, create=False, reindex=reindex)
     except IndexDamagedError as exc:
         if exc.index != "vector":

@@ -12,6 +12,7 @@ import os
 import shutil
 import sqlite3
 import subprocess
+import sys
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -330,3 +331,37 @@ def test_a_read_only_store_can_still_be_read(tmp_path: Path) -> None:
             result = run(*args, "--path", str(folder))
             assert result.exit_code == 0, (args, result.output)
             assert "n-" in result.stdout
+
+
+def test_a_segment_file_that_crashes_its_loader_is_found_by_a_probe_and_rebuilt(
+    tmp_path: Path,
+) -> None:
+    """A garbled HNSW segment (data_level0.bin) kills the process that loads it with SIGSEGV:
+    verify probes it in a child process, says so in one line, and --repair rebuilds it."""
+    folder = tmp_path / "store"
+    with ChromaStore.open(folder, embedder=HashingEmbedder(256)) as st:
+        st.put_many([Entry("user", f"n-{i}", f"note {i} about zebras") for i in range(3000)])
+    segments = list((folder / "chroma").glob("*/data_level0.bin"))
+    assert segments, "Chroma wrote no HNSW segment file"
+    with segments[0].open("r+b") as f:
+        f.write(os.urandom(200_000))
+    crashed = subprocess.run(
+        [sys.executable, "-m", "agentmemory", "search", "zebras", "--path", str(folder)],
+        capture_output=True,
+        check=False,
+    )
+    assert crashed.returncode < 0  # what happened before: the process died
+    checked = run("verify", "--path", str(folder))
+    assert checked.exit_code == 1
+    line = checked.stderr.strip().splitlines()
+    assert len(line) == 1 and "crashed a probe process" in line[0] and "--repair" in line[0]
+    repaired = run("verify", "--repair", "--path", str(folder))
+    assert repaired.exit_code == 0, repaired.output
+    assert "index ok: 3000 vectors for 3000 live entries" in repaired.stdout
+    found = subprocess.run(
+        [sys.executable, "-m", "agentmemory", "search", "zebras", "--path", str(folder)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert found.returncode == 0 and "hits in user" in found.stdout, found.stderr
