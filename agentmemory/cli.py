@@ -411,8 +411,10 @@ def _chroma_only(store: ChromaStore | FileStore, command: str) -> ChromaStore:
         return store
     store.close()
     raise CliError(
-        f"{store.path} is a Markdown folder; '{command}' works on a store's Chroma index "
-        "(journal.sqlite3 and chroma/), and a Markdown folder has none to check"
+        f"{store.path} is a Markdown folder; '{command}' checks the Chroma index of a sqlite "
+        "store (journal.sqlite3 and chroma/); a Markdown folder's index (.vectors/) follows its "
+        "journal and catches up each time it is opened; to make it again, run 'agentmemory "
+        "reindex'"
     )
 
 
@@ -968,16 +970,21 @@ def verify_command(
 @_json_option
 def reindex_command(path: Path | None, embedder_name: str | None, as_json: bool) -> None:
     """Rebuild the vector index from the journal (with --embedder NAME: switch to it)."""
+    from .chroma_store import ChromaStore
+
     started = time.perf_counter()
-    opened = _open_index(path, embedder_name, create=False, reindex=True)
-    with _chroma_only(opened, "reindex") as store:
-        report = store.verify()
-        name = store.embedder.name
+    with _open_index(path, embedder_name, create=False, reindex=True) as store:
+        if isinstance(store, ChromaStore):
+            indexed = store.verify().indexed
+            name = store.embedder.name
+        else:  # a Markdown folder: its vectors (.vectors/) were made again as it opened
+            indexed = sum(len(store.list(scope)) for scope in store.scopes())
+            name = store.embedder.name if store.embedder is not None else "none"
     seconds = time.perf_counter() - started
     if as_json:
-        _echo_json({"indexed": report.indexed, "embedder": name, "seconds": round(seconds, 3)})
+        _echo_json({"indexed": indexed, "embedder": name, "seconds": round(seconds, 3)})
         return
-    click.echo(f"reindexed {report.indexed} entries with {name} in {seconds:.1f} s")
+    click.echo(f"reindexed {indexed} entries with {name} in {seconds:.1f} s")
 
 
 # --- import and export ----------------------------------------------------------------------
@@ -1098,6 +1105,7 @@ def import_command(
     help="jsonl: JSON Lines. markdown: a new Markdown folder, the first argument (export "
     "--format markdown DIR [SCOPES]...).",
 )
+@_hosted_options
 @_folder_option
 def export_command(
     scopes: tuple[str, ...], output: Path | None, out_format: str, path: Path | None
@@ -1107,7 +1115,8 @@ def export_command(
     markdown DIR, as a new Markdown folder DIR (one DIR/<scope>/<name>.md per entry, a journal
     of their creation) that `agentmemory import DIR` takes back exactly.
 
-    Reads the journal only (no model, no index), so it runs beside a running `agentmemory mcp`.
+    Reads the journal only (no model, no index), so it runs beside a running `agentmemory mcp`;
+    with --dsn, the PostgreSQL journal (--chroma is not needed).
     """
     from .atomic_write import write_atomic
     from .jsonl import export_entries

@@ -234,22 +234,28 @@ def open_store(
     if markdown:
         timeout = float(store_options.get("lock_timeout_s", DEFAULT_LOCK_TIMEOUT_S))
 
-        def folder_store(model: Embedder) -> FileStore:
-            return FileStore(
-                folder,
-                max_entry_bytes=max_entry_bytes,
-                lock_timeout_s=timeout,
-                embedder=model,
-                reindex=reindex,
-            )
+        def folder_store(model: Embedder, rebuild: bool) -> FileStore:
+            try:
+                return FileStore(
+                    folder,
+                    max_entry_bytes=max_entry_bytes,
+                    lock_timeout_s=timeout,
+                    embedder=model,
+                    reindex=rebuild,
+                )
+            except EmbedderMismatchError as exc:
+                own = embedder_for(exc.stored) if embedder is None else None
+                if own is None:
+                    raise
+                return folder_store(own, rebuild)
 
-        try:
-            return folder_store(chosen)
-        except EmbedderMismatchError as exc:
-            own = embedder_for(exc.stored) if embedder is None else None
-            if own is None:
-                raise
-            return folder_store(own)
+        if reindex and embedder is None:
+            # A rebuild never switches models unasked: open with the folder's own embedder
+            # first (the rule above), then make every vector again with it.
+            with folder_store(chosen, False) as current:
+                own_model = current.embedder or chosen
+            return folder_store(own_model, True)
+        return folder_store(chosen, reindex)
     switch = reindex and embedder is not None
 
     def attempt(model: Embedder) -> ChromaStore:
