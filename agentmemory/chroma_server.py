@@ -103,10 +103,10 @@ class ServerRecord:
 
 
 def chromadb_version() -> str:
-    """The installed chromadb package's version (``chromadb.__version__``)."""
-    import chromadb
+    """The installed chromadb package's version (from its metadata: no import of chromadb)."""
+    from importlib.metadata import version
 
-    return str(chromadb.__version__)
+    return version("chromadb")
 
 
 def _server_dir(folder: Path) -> Path:
@@ -275,7 +275,10 @@ def _free_port() -> int:
 
 
 def _port_free(port: int) -> bool:
+    """Whether nothing listens on ``port`` (SO_REUSEADDR, as servers bind: connections of a
+    killed server left in TIME_WAIT do not count)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((SERVER_HOST, port))
         except OSError:

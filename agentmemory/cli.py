@@ -1439,6 +1439,11 @@ def server_start_command(port: int | None, path: Path | None, as_json: bool) -> 
         record = before or start_server(folder, port=port)
     for w in caught:
         click.echo(f"agentmemory: {CliError(str(w.message)).message}", err=True)
+    if before is None and (folder / "journal.sqlite3").is_file():
+        # index the journal on the new server now, so that readers (which replay nothing)
+        # find every entry by meaning from the first search
+        with _open_index(path, None, create=False):
+            pass
     if as_json:
         _echo_json(_record_json(record, True))
         return
