@@ -1,6 +1,6 @@
 """FileStore: memory a person can open, edit, diff and commit — a folder of Markdown files.
 
-The folder (docs/filestore-format.md)::
+The folder (docs/filestore-format.md#layout)::
 
     memory/
       journal.jsonl          every change, one JSON record a line (append only)

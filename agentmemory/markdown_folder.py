@@ -3,7 +3,7 @@
 Imported by whoever uses it (``from agentmemory.markdown_folder import export_markdown``), not
 by ``import agentmemory``.
 
-A Markdown folder is the layout of :class:`~agentmemory.FileStore` (docs/filestore-format.md):
+A Markdown folder is the layout of :class:`~agentmemory.FileStore` (docs/filestore-format.md#layout):
 one ``<scope>/<name>.md`` per entry. :func:`export_markdown` writes a new folder from a store's
 live entries (one journal record per entry, session ``export``); :func:`import_markdown` reads a
 folder's entry files into a store, checking every one first so that nothing is written when one
