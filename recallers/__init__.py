@@ -39,7 +39,15 @@ from .errors import (
     UnknownFusionMethodError,
     check_query,
 )
-from .fts5 import FTS5_TABLES, TOKENIZER_STATE_KEY, Fts5Index, create_tables, match_expression
+from .fts5 import (
+    COMMON_TERM_CANDIDATES,
+    FTS5_TABLES,
+    RANKED_POSTINGS,
+    TOKENIZER_STATE_KEY,
+    Fts5Index,
+    create_tables,
+    match_expression,
+)
 from .hits import LEG_BM25, LEG_VECTOR, Hit, LegScore, ranked_hits
 from .hybrid import (
     DEFAULT_CANDIDATES,
@@ -53,6 +61,7 @@ from .hybrid import (
     NoLegAnsweredError,
     fuse,
 )
+from .lexical_query import MAX_QUERY_BYTES, MAX_QUERY_TERMS, query_terms
 from .protocol import Document, Keyed, LexicalSource, Recaller, VectorSource
 from .rerank import DEFAULT_RERANK_CANDIDATES, RerankedRecaller, rerank_text
 from .tokenizer import (
@@ -66,6 +75,7 @@ from .tokenizer import (
 from .vector import ExactVectorIndex, VectorRecaller
 
 __all__ = [
+    "COMMON_TERM_CANDIDATES",
     "DEFAULT_B",
     "DEFAULT_CANDIDATES",
     "DEFAULT_DEPTH",
@@ -81,6 +91,9 @@ __all__ = [
     "IDF_FLOOR",
     "LEG_BM25",
     "LEG_VECTOR",
+    "MAX_QUERY_BYTES",
+    "MAX_QUERY_TERMS",
+    "RANKED_POSTINGS",
     "THEORETICAL_MINIMUMS",
     "TOKENIZER_STATE_KEY",
     "TOKENIZER_VERSION",
@@ -111,6 +124,7 @@ __all__ = [
     "document_terms",
     "fuse",
     "match_expression",
+    "query_terms",
     "ranked_hits",
     "rerank_text",
     "stemmer_languages",

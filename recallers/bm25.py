@@ -20,12 +20,13 @@ from __future__ import annotations
 import heapq
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from .errors import check_query
 from .hits import LEG_BM25, Hit, ranked_hits
+from .lexical_query import query_terms
 from .protocol import Document, LexicalSource
 from .tokenizer import DEFAULT_TOKENIZER, Tokenizer
 
@@ -169,10 +170,12 @@ class BM25Index(Generic[DocT]):
         self._scopes.clear()
 
     def scores(
-        self, terms: Sequence[str], *, scopes: Sequence[str]
+        self, terms: Sequence[str] | Mapping[str, int], *, scopes: Sequence[str]
     ) -> dict[tuple[str, str], float]:
         """The BM25 score of every document of ``scopes`` holding at least one of ``terms``
-        (repeats counted), keyed ``(scope, name)``. Documents without a query term are absent."""
+        (a list: repeats counted; or a mapping of each distinct term to its weight, as
+        :func:`recallers.query_terms` gives), keyed ``(scope, name)``. Documents without a query
+        term are absent. Each distinct term's postings are read once."""
         named = [s for s in dict.fromkeys(scopes) if s in self._scopes]
         present = [self._scopes[s] for s in named]
         n_docs = sum(len(sc.lengths) for sc in present)
@@ -206,7 +209,7 @@ class BM25Index(Generic[DocT]):
         or no document holds a query term (a query of stopwords only has none)."""
         if limit < 1:
             return []
-        scored = self.scores(self._tokenizer(query), scopes=scopes)
+        scored = self.scores(query_terms(query, self._tokenizer), scopes=scopes)
         order = {s: i for i, s in enumerate(dict.fromkeys(scopes))}
         best = heapq.nsmallest(
             limit,

@@ -16,7 +16,10 @@ entries here). When :attr:`recallers.Tokenizer.version` differs from the one rec
 (:meth:`Fts5Index.needs_rebuild`), :meth:`Fts5Index.rebuild` re-tokenizes every entry once.
 
 Scoring: FTS5's ``bm25()`` with ``k1 = 1.2`` and ``b = 0.75`` (fixed by SQLite) and an idf floor of
-1e-6, the formula of :mod:`recallers.bm25`. A query is the OR of its quoted terms. Corpus
+1e-6, the formula of :mod:`recallers.bm25`. A query is the OR of its quoted distinct terms, a term
+repeated as often as its weight (:func:`recallers.query_terms`: the query is capped at
+``MAX_QUERY_BYTES`` and ``MAX_QUERY_TERMS``), and FTS5 ranks only the rarest of them up to
+:data:`RANKED_POSTINGS` postings (``docs/recall.md#the-lexical-querys-cost``). Corpus
 statistics (``N``, ``avgdl``, document frequencies) are those of the whole store, every scope
 together, not only of the requested scopes as :class:`recallers.BM25Index` computes them: with one
 scope, or scopes of similar text, the two agree.
@@ -25,15 +28,25 @@ scope, or scopes of similar text, the two agree.
 from __future__ import annotations
 
 import sqlite3
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Generic, TypeVar
 
-from .bm25 import DEFAULT_B, DEFAULT_K1, document_terms
+from .bm25 import DEFAULT_B, DEFAULT_K1, bm25_idf, document_terms
+from .lexical_query import query_terms
 from .protocol import Document
 from .tokenizer import DEFAULT_TOKENIZER, Tokenizer
 
-__all__ = ["FTS5_TABLES", "TOKENIZER_STATE_KEY", "Fts5Index", "create_tables", "match_expression"]
+__all__ = [
+    "COMMON_TERM_CANDIDATES",
+    "FTS5_TABLES",
+    "RANKED_POSTINGS",
+    "TOKENIZER_STATE_KEY",
+    "Fts5Index",
+    "create_tables",
+    "match_expression",
+]
 
 FTS5_TABLES: Mapping[str, tuple[str, ...]] = {
     "memory_lexical_docs": ("id", "scope", "name"),
@@ -63,10 +76,69 @@ def create_tables(conn: sqlite3.Connection) -> None:
     )
 
 
+RANKED_POSTINGS = 20_000
+"""How many postings (entries holding a term, times the term's weight) FTS5 ranks for one query,
+at most: its ``bm25()`` scores every entry holding any term of the match expression, about 2 us
+each at 100k entries here, so a query made of words found in most entries took 172 ms. The rarest
+terms go into the ranked expression until this budget is spent (``docs/recall.md#the-lexical-querys-cost``)."""
+
+COMMON_TERM_CANDIDATES = 1_000
+"""How many entries a query's terms beyond :data:`RANKED_POSTINGS` may add as candidates of their
+own (the entries indexed last, by index row id), when the ranked terms found fewer than the limit."""
+
+
 def match_expression(terms: Iterable[str]) -> str:
     """The FTS5 query ``"t1" OR "t2" ...`` for ``terms`` (each quoted, ``"`` doubled), ``""`` when
-    there are none. Repeats are kept: a repeated term counts twice, as in rank-bm25."""
+    there are none. Repeats are kept: a repeated term counts twice in ``bm25()``, as in rank-bm25
+    (pass a term ``weight`` times to weigh it so)."""
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
+
+def _varints(blob: bytes) -> list[int]:
+    """The SQLite varints (big-endian 7-bit groups, a ninth byte of 8 bits) packed in ``blob``."""
+    out: list[int] = []
+    i = 0
+    while i < len(blob):
+        value = 0
+        for j in range(9):
+            byte = blob[i]
+            i += 1
+            if j == 8:
+                value = (value << 8) | byte
+                break
+            value = (value << 7) | (byte & 0x7F)
+            if byte < 0x80:
+                break
+        out.append(value)
+    return out
+
+
+def _corpus_stats(conn: sqlite3.Connection) -> tuple[int, float]:
+    """``(N, avgdl)`` of the index as FTS5's ``bm25()`` reads them: its averages record (row 1 of
+    ``memory_lexical_data``: the row count, then the total tokens of the one column; SQLite's
+    ``fts5_index.c``, ``FTS5_AVERAGES_ROWID``). ``(0, 0.0)`` for an empty index."""
+    row = conn.execute("SELECT block FROM memory_lexical_data WHERE id = 1").fetchone()
+    numbers = _varints(bytes(row[0])) if row is not None and row[0] else []
+    if len(numbers) < 2 or numbers[0] == 0:
+        return 0, 0.0
+    return numbers[0], max(numbers[1], 1) / numbers[0]
+
+
+def _doc_freqs(conn: sqlite3.Connection, terms: Iterable[str]) -> dict[str, int]:
+    """How many entries hold each of ``terms`` (FTS5's ``fts5vocab`` row table, made in the
+    connection's ``temp`` schema on first use); a term no entry holds is left out."""
+    conn.execute(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memory_lexical_vocab"
+        " USING fts5vocab(main, memory_lexical, row)"
+    )
+    out: dict[str, int] = {}
+    for term in terms:
+        row = conn.execute(
+            "SELECT doc FROM temp.memory_lexical_vocab WHERE term = ?", (term,)
+        ).fetchone()
+        if row is not None and row[0]:
+            out[term] = int(row[0])
+    return out
 
 
 class Fts5Index(Generic[D]):
@@ -152,23 +224,84 @@ class Fts5Index(Generic[D]):
         return n
 
     def search_keys(
-        self, conn: sqlite3.Connection, terms: Sequence[str], *, scopes: Sequence[str], limit: int
+        self,
+        conn: sqlite3.Connection,
+        terms: Sequence[str] | Mapping[str, int],
+        *,
+        scopes: Sequence[str],
+        limit: int,
     ) -> list[tuple[str, str, float]]:
         """At most ``limit`` ``(scope, name, BM25 score)`` of ``scopes`` holding any of
-        ``terms``, best first; ties by the order of ``scopes``, then name (byte order)."""
+        ``terms``, best first; ties by the order of ``scopes``, then name (byte order).
+
+        ``terms`` is a list (a repeated term counts as often as it occurs) or a mapping of each
+        distinct term to its weight (:func:`recallers.query_terms`). Its cost is bounded as
+        ``docs/recall.md#the-lexical-querys-cost`` says: FTS5 ranks only the rarest terms, up to
+        :data:`RANKED_POSTINGS` postings; a term found in more entries than that adds its score to
+        those candidates, and adds candidates of its own (the :data:`COMMON_TERM_CANDIDATES`
+        entries indexed last) only when the rarer terms found fewer than ``limit``."""
         wanted = list(dict.fromkeys(scopes))
-        if limit < 1 or not terms or not wanted:
+        weights = Counter(terms)
+        if limit < 1 or not weights or not wanted:
             return []
+        n_docs, avgdl = _corpus_stats(conn)
+        if n_docs == 0:
+            return []
+        freqs = _doc_freqs(conn, weights)
+        ranked: list[str] = []
+        common: dict[str, float] = {}  # term -> weight * idf, scored here
+        budget = RANKED_POSTINGS
+        for term in sorted(freqs, key=lambda t: (freqs[t], t)):
+            cost = freqs[term] * weights[term]
+            if not common and cost <= budget:
+                ranked.append(term)
+                budget -= cost
+            else:
+                common[term] = weights[term] * bm25_idf(n_docs, freqs[term])
         marks = ", ".join("?" * len(wanted))
-        order = " ".join(f"WHEN ? THEN {i}" for i in range(len(wanted)))
-        rows = conn.execute(
-            "SELECT d.scope, d.name, -f.rank AS score FROM memory_lexical AS f"
-            " JOIN memory_lexical_docs AS d ON d.id = f.rowid"
+        join = (
+            " FROM memory_lexical AS f JOIN memory_lexical_docs AS d ON d.id = f.rowid"
             f" WHERE memory_lexical MATCH ? AND d.scope IN ({marks})"
-            f" ORDER BY f.rank, CASE d.scope {order} END, CAST(d.name AS BLOB) LIMIT ?",
-            (match_expression(terms), *wanted, *wanted, limit),
-        ).fetchall()
-        return [(str(s), str(n), float(score)) for s, n, score in rows if score > 0]
+        )
+        found: list[tuple[str, str, float]] = []
+        if ranked:
+            order = " ".join(f"WHEN ? THEN {i}" for i in range(len(wanted)))
+            depth = limit if not common else 2 * limit + 20
+            expr = match_expression(t for t in ranked for _ in range(weights[t]))
+            rows = conn.execute(
+                f"SELECT d.scope, d.name, -f.rank, {'f.terms' if common else 'NULL'}"
+                f"{join} ORDER BY f.rank, CASE d.scope {order} END, CAST(d.name AS BLOB) LIMIT ?",
+                (expr, *wanted, *wanted, depth),
+            ).fetchall()
+            for scope, name, score, text in rows:
+                extra = self._score(text, common, avgdl) if common else 0.0
+                found.append((str(scope), str(name), float(score) + extra))
+        if common and len(found) < limit:
+            rows = conn.execute(
+                f"SELECT d.scope, d.name, f.rowid, f.terms{join} ORDER BY f.rowid DESC LIMIT ?",
+                (match_expression(common), *wanted, COMMON_TERM_CANDIDATES + len(found)),
+            ).fetchall()
+            known = {(s, n) for s, n, _ in found}
+            for scope, name, _, text in rows:
+                if (scope, name) in known:
+                    continue
+                found.append((str(scope), str(name), self._score(text, common, avgdl)))
+        rank = {s: i for i, s in enumerate(wanted)}
+        found.sort(key=lambda k: (-k[2], rank[k[0]], k[1].encode("utf-8", "surrogatepass")))
+        return [k for k in found[:limit] if k[2] > 0]
+
+    def _score(self, text: str, weighted_idf: Mapping[str, float], avgdl: float) -> float:
+        """The BM25 contribution of the terms of ``weighted_idf`` (term to weight times idf) to
+        the document whose indexed terms are ``text`` (space-joined), as FTS5's ``bm25()``
+        computes it: ``idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * |d| / avgdl))``."""
+        words = text.split(" ")
+        norm = self.k1 * (1.0 - self.b + self.b * len(words) / avgdl)
+        total = 0.0
+        for term, widf in weighted_idf.items():
+            tf = words.count(term)
+            if tf:
+                total += widf * (tf * (self.k1 + 1.0)) / (tf + norm)
+        return total
 
     def search_text(
         self, query: str, *, scopes: Sequence[str], limit: int
@@ -176,7 +309,7 @@ class Fts5Index(Generic[D]):
         """At most ``limit`` ``(document, BM25 score)`` pairs of ``scopes``, best first, read in
         one snapshot (a document forgotten meanwhile is never returned). ``[]`` when the query
         has no term (only stopwords or punctuation) or ``limit < 1``."""
-        terms = self._tokenizer(query)
+        terms = query_terms(query, self._tokenizer)
         if limit < 1 or not terms or not scopes:
             return []
         with self._read() as conn:

@@ -24,12 +24,17 @@ from rank_bm25 import BM25Okapi
 
 from agentmemory import Entry, MemStore, SqliteStore
 from recallers import (
+    COMMON_TERM_CANDIDATES,
     DEFAULT_TOKENIZER,
     IDF_FLOOR,
+    MAX_QUERY_BYTES,
+    MAX_QUERY_TERMS,
+    RANKED_POSTINGS,
     BM25Index,
     Tokenizer,
     create_tables,
     document_terms,
+    query_terms,
 )
 
 TOL = 1e-4  # absolute, on scores between about 0.5 and 30
@@ -283,3 +288,115 @@ def test_a_store_made_before_the_lexical_index_gets_one(tmp_path: Path) -> None:
     conn.close()
     with SqliteStore(path) as st_:
         assert [h.entry.name for h in st_.recall("dark", scopes=["user"])] == ["prefs"]
+
+
+# -- the lexical query's cost is bounded (docs/recall.md#the-lexical-query) -------------------
+
+
+@pytest.fixture(scope="module")
+def capped_stores(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[object]]:
+    """A MemStore and an SqliteStore holding the same 30 entries."""
+    entries = [Entry("q", f"e-{i:02d}", f"filler{i} text number {i}") for i in range(29)]
+    entries.append(Entry("q", "target", "the zebra crossing"))
+    mem = MemStore()
+    for e in entries:
+        mem.put(e)
+    sql = SqliteStore(tmp_path_factory.mktemp("cap") / "cap.sqlite3")
+    sql.put_many(entries)
+    yield [mem, sql]
+    sql.close()
+
+
+def test_a_query_reads_its_first_terms_and_bytes_only(capped_stores: list[object]) -> None:
+    pad = "unmatched " * (MAX_QUERY_TERMS - 1)  # each a term found nowhere
+    for st_ in capped_stores:
+        assert isinstance(st_, MemStore | SqliteStore)
+        # the 64th term is read, the 65th is not
+        assert [e.name for e, _ in st_.search_text(pad + "zebra", scopes=["q"], limit=5)] == [
+            "target"
+        ]
+        assert st_.search_text(pad + "unmatched zebra", scopes=["q"], limit=5) == []
+        # a term inside the first MAX_QUERY_BYTES bytes is read, one after them is not
+        spaces = " " * (MAX_QUERY_BYTES - len("zebra"))
+        assert st_.search_text(spaces + "zebra", scopes=["q"], limit=5)
+        assert st_.search_text(spaces + " zebra", scopes=["q"], limit=5) == []
+
+
+def test_a_huge_repeated_query_is_scored_as_its_capped_terms(capped_stores: list[object]) -> None:
+    """10 MB of one word used to take minutes (quadratic in FTS5); now it is its first 64 terms,
+    counted once with weight 64: rank-bm25's score for 64 copies of the term."""
+    entries = [Entry("q", f"e-{i:02d}", f"filler{i} text number {i}") for i in range(29)]
+    entries.append(Entry("q", "target", "the zebra crossing"))
+    ref = reference_scores(entries, "zebra " * 64, DEFAULT_TOKENIZER)
+    assert query_terms("zebra " * 2_000_000) == Counter({"zebra": 64})
+    for st_ in capped_stores:
+        assert isinstance(st_, MemStore | SqliteStore)
+        found = st_.search_text("zebra " * 2_000_000, scopes=["q"], limit=5)
+        assert [(e.key, pytest.approx(ref[e.key], abs=TOL)) for e, _ in found] == [
+            ("q/target", s) for _, s in found
+        ]
+
+
+def test_query_terms_counts_each_term_once_with_its_weight() -> None:
+    assert query_terms("Zebra zebras, the ZEBRA and a lion") == Counter({"zebra": 3, "lion": 1})
+    assert list(query_terms("lion zebra lion")) == ["lion", "zebra"]  # first occurrence order
+    assert query_terms("the and of") == Counter()
+    # a character cut by the byte cap is dropped, not garbled
+    assert query_terms("a" * (MAX_QUERY_BYTES - 1) + "é" + " zebra") == Counter(
+        {"a" * (MAX_QUERY_BYTES - 1): 1}
+    )
+
+
+def common_entries() -> list[Entry]:
+    """2,600 entries: "alpha" in the 1,200 of them with an even number below 2,400, "rare" in
+    twelve of those, and lengths that vary so BM25's length normalisation matters."""
+    rng = random.Random(3)
+    entries = []
+    for i in range(2600):
+        words = [f"pad{rng.randrange(3000)}" for _ in range(rng.randint(2, 12))]
+        if i % 2 == 0 and i < 2400:
+            words += ["alpha"] * rng.randint(1, 3)
+        if i % 200 == 0 and i < 2400:
+            words.append("rare")
+        entries.append(Entry("c", f"n-{i:04d}", " ".join(words)))
+    return entries
+
+
+@pytest.fixture(scope="module")
+def common_word_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SqliteStore]:
+    """:func:`common_entries` in an sqlite store."""
+    st_ = SqliteStore(tmp_path_factory.mktemp("common") / "common.sqlite3")
+    st_.put_many(common_entries())
+    yield st_
+    st_.close()
+
+
+def test_a_very_common_term_adds_its_score_to_rarer_terms_candidates(
+    common_word_store: SqliteStore,
+) -> None:
+    """"alpha" weighted 17 costs 1,200 x 17 postings, over RANKED_POSTINGS: FTS5 ranks "rare"
+    alone and alpha's share is added to those candidates; the ranking is rank-bm25's."""
+    entries = common_entries()
+    query = "rare " + "alpha " * 17
+    assert 1200 * 17 > RANKED_POSTINGS
+    ref = reference_scores(entries, query, DEFAULT_TOKENIZER)
+    found = common_word_store.search_text(query, scopes=["c"], limit=10)
+    assert len(found) == 10
+    assert_agrees([(e.key, s) for e, s in found], ref, 10)
+
+
+def test_a_query_of_very_common_terms_only_reads_a_bounded_set_of_candidates(
+    common_word_store: SqliteStore,
+) -> None:
+    """Only "alpha" (weight 17): the candidates are the COMMON_TERM_CANDIDATES entries holding it
+    indexed last, each scored as rank-bm25 scores it."""
+    entries = common_entries()
+    query = "alpha " * 17
+    ref = reference_scores(entries, query, DEFAULT_TOKENIZER)
+    holders = [e.key for e in entries if "alpha" in e.content]  # in the order they were written
+    newest = holders[-COMMON_TERM_CANDIDATES:]
+    best_newest = sorted(newest, key=lambda k: (-ref[k], k))[:10]
+    found = common_word_store.search_text(query, scopes=["c"], limit=10)
+    assert [e.key for e, _ in found] == best_newest
+    for e, s in found:
+        assert s == pytest.approx(ref[e.key], abs=TOL)
