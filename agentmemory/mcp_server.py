@@ -12,8 +12,14 @@ A ``memory_save`` is built on the block the client last read through ``memory://
 server keeps the manifest of the last block it served and hands it to the tools as ``rendered``
 (before any read, saves are built on the stored entry, as without a block).
 
-Tool calls run in a worker thread, one at a time, so the event loop keeps answering while a
-search embeds its query; stores are safe to use from another thread.
+Tool calls and block reads run in a worker thread, one at a time and in the order the client sent
+them (a first-in first-out lock taken on the event loop, so calls a client pipelines without waiting
+for answers land in the journal in that order); the event loop keeps answering while a search
+embeds its query. A call that has not started when the client cancels it
+(``notifications/cancelled``) or goes away (closes stdin) never runs: the server drops the calls
+queued behind the one in progress, lets that one finish (its cost is bounded:
+``docs/recall.md#the-lexical-querys-cost``), and returns, so the caller closes the store and
+releases its folder lock at once.
 """
 
 from __future__ import annotations
@@ -98,6 +104,7 @@ class MemoryServer:
         self.policy = policy
         self.recall_bytes = recall_bytes
         self._lock = threading.Lock()
+        self._turns = anyio.Lock()  # first in, first out: calls run in the order they came
         self._shown: Manifest | None = None
         self.tools: list[Tool] = tools(
             store,
@@ -181,7 +188,8 @@ class MemoryServer:
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        return await anyio.to_thread.run_sync(self._call_locked, params.name, params.arguments)
+        async with self._turns:  # a call cancelled while it waits here never runs
+            return await anyio.to_thread.run_sync(self._call_locked, params.name, params.arguments)
 
     async def _list_resources(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -207,7 +215,8 @@ class MemoryServer:
             raise MCPError(
                 types.INVALID_PARAMS, f"no resource {params.uri}; this server has {BLOCK_URI}"
             )
-        text = await anyio.to_thread.run_sync(self._block_locked)
+        async with self._turns:
+            text = await anyio.to_thread.run_sync(self._block_locked)
         return types.ReadResourceResult(
             contents=[
                 types.TextResourceContents(uri=BLOCK_URI, mime_type="text/markdown", text=text)

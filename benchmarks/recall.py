@@ -46,6 +46,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import random  # noqa: E402
 import shutil  # noqa: E402
+import sqlite3  # noqa: E402
 import statistics  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
@@ -67,6 +68,7 @@ from recallers import (  # noqa: E402
     HybridRecaller,
     VectorRecaller,
     document_terms,
+    match_expression,
 )
 
 SCOPE = "bench"
@@ -116,6 +118,23 @@ def row(n: int, what: str, ms: Sequence[float], base: float | None = None) -> li
     med = statistics.median(ms)
     ratio = f"{base / med:.1f}x" if base else ""
     return [f"{n:,}", what, f"{med:.2f}", f"{p95(ms):.2f}", str(len(ms)), ratio]
+
+
+_FULL_RANK_CONN: dict[Path, sqlite3.Connection] = {}
+
+
+def sql_full_rank(path: Path, expr: str) -> object:
+    """The lexical leg's query as it ran before ``recallers.RANKED_POSTINGS``: one FTS5 ``bm25()``
+    ranking of every entry holding any term, top ``LEG_LIMIT`` (a connection kept per file)."""
+    conn = _FULL_RANK_CONN.get(path)
+    if conn is None:
+        conn = _FULL_RANK_CONN[path] = sqlite3.connect(path)
+    return conn.execute(
+        "SELECT d.scope, d.name, -f.rank FROM memory_lexical AS f"
+        " JOIN memory_lexical_docs AS d ON d.id = f.rowid WHERE memory_lexical MATCH ?"
+        " AND d.scope = ? ORDER BY f.rank, CAST(d.name AS BLOB) LIMIT ?",
+        (expr, SCOPE, LEG_LIMIT),
+    ).fetchall()
 
 
 def new_entry(i: int, queries: Sequence[str]) -> Entry:
@@ -265,6 +284,10 @@ def bench_size(n: int, args: argparse.Namespace, work: Path) -> list[list[str]]:
                     timed(lambda i: mem.search_text(common, scopes=[SCOPE], limit=LEG_LIMIT), reps)))  # fmt: skip
     rows.append(row(n, "bm25 leg: SqliteStore, 5 most frequent words",
                     timed(lambda i: sql.search_text(common, scopes=[SCOPE], limit=LEG_LIMIT), reps)))  # fmt: skip
+    # the same query as FTS5 ranked it before the postings budget: every entry holding a term
+    expr = match_expression(DEFAULT_TOKENIZER(common))
+    full = timed(lambda i: sql_full_rank(work / f"sql-{n}.sqlite3", expr), reps)
+    rows.append(row(n, "bm25 leg: FTS5 ranking every posting (before the budget)", full))
     rows.append(row(n, "hybrid: ChromaStore.recall, 5 most frequent words",
                     timed(lambda i: chroma.recall(common, scopes=[SCOPE], limit=LIMIT), reps)))  # fmt: skip
     rows.append(row(n, "baseline: rank-bm25 BM25Okapi rebuilt per search", okapi))
@@ -306,6 +329,9 @@ def bench_size(n: int, args: argparse.Namespace, work: Path) -> list[list[str]]:
     rows.append(row(n, "write+search baseline: numpy exact cosine", timed(numpy_write_search, w)))
     rows.append(row(n, "write+search baseline: Chroma `where`", timed(where_write_search, w)))
 
+    for conn in _FULL_RANK_CONN.values():
+        conn.close()
+    _FULL_RANK_CONN.clear()
     mem.close()
     sql.close()
     chroma.close()

@@ -6,6 +6,9 @@ transcript (tests/golden/tools/transcript.txt) as the OpenAI and Anthropic adapt
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -181,3 +184,114 @@ def test_in_process_server_instructions_and_anchoring() -> None:
     assert "but the entry changed to" in seen[1]
     assert seen[2].startswith('unknown tool "memory_nope"')
     assert server.server.instructions == usage()
+
+
+# -- a client that pipelines, cancels or goes away (issue: the journal stays the truth) ------
+
+
+def raw_server(path: Path, errlog: Any) -> subprocess.Popen[bytes]:
+    """``agentmemory mcp`` as a subprocess driven with raw JSON-RPC lines on its stdin."""
+    return subprocess.Popen(
+        [sys.executable, *server_command(path)],
+        cwd=str(ROOT),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=errlog,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False"},
+    )
+
+
+def rpc(id_: int | None, method: str, params: dict[str, Any] | None = None) -> bytes:
+    msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    if id_ is not None:
+        msg["id"] = id_
+    if params is not None:
+        msg["params"] = params
+    return (json.dumps(msg) + "\n").encode()
+
+
+HANDSHAKE = rpc(
+    0,
+    "initialize",
+    {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "pipeline-test", "version": "1"},
+    },
+) + rpc(None, "notifications/initialized")
+
+
+def save_call(id_: int, name: str, content: str) -> bytes:
+    args = {"scope": "user", "name": name, "content": content}
+    return rpc(id_, "tools/call", {"name": "memory_save", "arguments": args})
+
+
+def test_pipelined_calls_run_in_the_order_they_were_sent(tmp_path: Path) -> None:
+    """Thirty saves sent at once without waiting for answers: the journal holds them in the
+    order they were sent."""
+    store = tmp_path / "mem"
+    calls = b"".join(save_call(i, f"note-{i:02d}", f"text {i}") for i in range(1, 31))
+    with (tmp_path / "err.txt").open("wb") as err:
+        proc = raw_server(store, err)
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(HANDSHAKE + calls)
+        proc.stdin.flush()
+        answered: set[int] = set()
+        while not set(range(1, 31)) <= answered:
+            line = proc.stdout.readline()
+            assert line, (tmp_path / "err.txt").read_text()
+            reply = json.loads(line)
+            assert "error" not in reply and not reply["result"].get("isError"), reply
+            answered.add(reply["id"])
+        proc.stdin.close()
+        proc.wait(timeout=120)
+    from agentmemory import SqliteStore
+
+    with SqliteStore(store / "journal.sqlite3") as journal:
+        names = [r.entry.name for r in journal.journal()]
+    assert names == [f"note-{i:02d}" for i in range(1, 31)]
+
+
+def test_a_client_that_goes_away_stops_the_work_queued_behind_it(tmp_path: Path) -> None:
+    """200 saves then EOF: the server stops taking calls, exits, and the store opens at once
+    (no StoreLockedError) holding only the saves that ran before EOF was read."""
+    store = tmp_path / "mem"
+    calls = b"".join(save_call(i, f"note-{i}", f"text {i}") for i in range(1, 201))
+    with (tmp_path / "err.txt").open("wb") as err:
+        proc = raw_server(store, err)
+        assert proc.stdin is not None
+        proc.stdin.write(HANDSHAKE + calls)
+        proc.stdin.close()
+        proc.wait(timeout=120)
+    assert proc.returncode == 0, (tmp_path / "err.txt").read_text()
+    from agentmemory import SqliteStore
+
+    with SqliteStore(store / "journal.sqlite3") as journal:
+        saved = list(journal.journal())
+    assert len(saved) < 200
+    with ChromaStore.open(store, embedder=HashingEmbedder(256)) as again:  # not locked
+        assert len(again.list("user")) == len(saved)
+
+
+def test_a_cancelled_call_that_has_not_started_never_runs(tmp_path: Path) -> None:
+    """A save queued behind others and cancelled (notifications/cancelled) is not written."""
+    store = tmp_path / "mem"
+    calls = b"".join(save_call(i, f"note-{i}", f"text {i}") for i in range(1, 41))
+    cancel = rpc(None, "notifications/cancelled", {"requestId": 40, "reason": "test"})
+    with (tmp_path / "err.txt").open("wb") as err:
+        proc = raw_server(store, err)
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(HANDSHAKE + calls + cancel)
+        proc.stdin.flush()
+        seen: set[int] = set()
+        while not {39} <= seen:  # wait until the call before the cancelled one answered
+            line = proc.stdout.readline()
+            assert line, (tmp_path / "err.txt").read_text()
+            seen.add(json.loads(line).get("id", -1))
+        proc.stdin.close()
+        proc.wait(timeout=120)
+    from agentmemory import SqliteStore
+
+    with SqliteStore(store / "journal.sqlite3") as journal:
+        names = {r.entry.name for r in journal.journal()}
+    assert "note-39" in names and "note-40" not in names
