@@ -65,6 +65,7 @@ OURS_ON_IMPORT = {
     "recallers.fts5",
     "recallers.hits",
     "recallers.hybrid",
+    "recallers.lexical_query",
     "recallers.protocol",
     "recallers.rerank",
     "recallers.tokenizer",
