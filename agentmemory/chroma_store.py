@@ -29,6 +29,7 @@ import logging
 import os
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import replace
 from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Required, Self, TypedDict, Unpack
@@ -59,9 +60,11 @@ from .chroma_registry import (
 from .entries import Change, Entry
 from .errors import (
     AgentMemoryError,
+    ChromaServerError,
     EmbedderMismatchError,
     IndexOutOfStepWarning,
     IndexWriteError,
+    StoreLockedError,
 )
 from .folder_lock import DEFAULT_LOCK_TIMEOUT_S
 from .index_cursor import IndexCursor
@@ -70,7 +73,7 @@ from .journal_store import JournalStore
 from .mem_store import utc_now
 from .rules import DEFAULT_MAX_ENTRY_BYTES, check_scope
 from .sqlite_store import DEFAULT_BUSY_TIMEOUT_S, SqliteStore
-from .store import recall_entries, resolve_reranker
+from .store import RECALL_MODES, recall_entries, resolve_reranker
 
 if TYPE_CHECKING:
     from rerankers import Reranker
@@ -140,6 +143,19 @@ class ChromaStoreOptions(TypedDict, total=False):
             server); nothing is created at ``path``, which may then be ``None``. The store
             takes it over (``close`` closes it); ``max_entry_bytes``, ``busy_timeout_s`` and
             ``clock`` are the journal's own.
+        shared: with no ``client``, start the folder's own Chroma server (``chroma run``,
+            :mod:`agentmemory.chroma_server`) when none runs, and connect to it. Without it,
+            a server the folder records as running is used anyway, else the embedded client.
+            Default ``False`` (docs/storage.md#several-processes).
+        chroma_url: connect to the Chroma server at this URL (``http://host:port``) instead.
+        journal_only_when_held: when another process holds the embedded folder, open the
+            journal alone instead of raising :class:`~agentmemory.StoreLockedError`: writes
+            land in the journal and its lexical index (each :class:`~agentmemory.Change`
+            carries a ``note`` that the holder indexes it), and :meth:`ChromaStore.recall`
+            runs the BM25 leg alone, each hit naming the missing leg. Default ``False``.
+        read_only: open to read: no replay of journal records into the index and no catch-up
+            on search (another process owns that work). Writes still index themselves.
+            Default ``False``.
     """
 
     embedder: Required[Embedder]
@@ -154,6 +170,10 @@ class ChromaStoreOptions(TypedDict, total=False):
     journal: JournalStore
     reranker: Reranker | str | None
     rerank_candidates: int
+    shared: bool
+    chroma_url: str | None
+    journal_only_when_held: bool
+    read_only: bool
 
 
 _OPTION_NAMES = ChromaStoreOptions.__required_keys__ | ChromaStoreOptions.__optional_keys__
@@ -202,7 +222,6 @@ class ChromaStore:
         self._dir = Path(path) if path is not None else None
         self._where = str(path) if path is not None else journal.where if journal else ""
         self._embedder = embedder
-        self._embedded = client is None
         self._pid = os.getpid()
         self._fusion = options.get("fusion", DEFAULT_FUSION)
         self._reranker = resolve_reranker(options.get("reranker"))
@@ -214,7 +233,14 @@ class ChromaStore:
         self._closed = False
         self._shared: SharedIndex | None = None
         self._opened_folder = False
+        self._read_only = options.get("read_only", False)
+        self._server: str | None = None  # the server, in words, when this store connected one
+        self._unavailable: str | None = None  # why there is no vector index (journal-only)
+        self._holder = ""  # the process holding the embedded folder, in words (journal-only)
         check_prefix(prefix)  # before anything is opened
+        if client is None:
+            client = self._server_client(options)
+        self._embedded = client is None
         kind = "embedded" if self._embedded else "client"
         self._state_keys = {
             k: f"{_STATE_NS}:{kind}:{prefix}:{k}" for k in ("cursor", "embedder", "lost")
@@ -224,10 +250,22 @@ class ChromaStore:
             self._dir.mkdir(parents=True, exist_ok=True)
         if self._embedded:
             assert self._dir is not None
-            client = open_folder(self._dir, options.get("lock_timeout_s", DEFAULT_LOCK_TIMEOUT_S))
-            self._opened_folder = True
+            try:
+                client = open_folder(
+                    self._dir, options.get("lock_timeout_s", DEFAULT_LOCK_TIMEOUT_S)
+                )
+                self._opened_folder = True
+            except StoreLockedError as held:
+                if not options.get("journal_only_when_held", False):
+                    raise
+                self._holder = held.holder
+                self._unavailable = (
+                    f"the vector index of {self._where} is held by {held.holder} (an embedded "
+                    "Chroma folder is opened by one process at a time)"
+                )
         try:
-            self._index = index = self.index_type(client, prefix)
+            if self._unavailable is None:
+                self._index = self.index_type(client, prefix)
             self._journal: JournalStore = journal or SqliteStore(
                 self._folder() / JOURNAL_FILE,
                 max_entry_bytes=options.get("max_entry_bytes", DEFAULT_MAX_ENTRY_BYTES),
@@ -238,12 +276,33 @@ class ChromaStore:
             if self._opened_folder:
                 close_folder(self._folder())
             raise
+        if self._unavailable is not None:
+            return
+        index = self._index
         try:
             self._batch = max(1, min(SYNC_CHUNK, index.max_batch_size()))
             self._attach(options.get("reindex", False))
         except BaseException:
             self.close()
             raise
+
+    def _server_client(self, options: ChromaStoreOptions) -> Any:
+        """The HttpClient of ``chroma_url``, or of the folder's own server (started when
+        ``shared`` and none runs); ``None`` for the embedded client."""
+        from .chroma_server import connect_url, folder_client
+
+        url = options.get("chroma_url")
+        if url:
+            self._server = url
+            return connect_url(url)
+        if self._dir is None:  # journal= over another backend: the client is given
+            return None
+        found = folder_client(self._dir, start=options.get("shared", False))
+        if found is None:
+            return None
+        client, record = found
+        self._server = record.describe()
+        return client
 
     @classmethod
     def open(
@@ -280,6 +339,7 @@ class ChromaStore:
     # -- opening -----------------------------------------------------------------------------
 
     def _index_key(self) -> IndexKey:
+        self._need_index()
         place = str(self._dir.resolve()) if self._dir is not None else self._where
         return (place, self._index.prefix, id(self._index.client), self._pid)
 
@@ -295,6 +355,12 @@ class ChromaStore:
             stored = self._journal.get_state(self._state_keys["embedder"])
             if stored is not None and not reindex and not same_vectors(stored, given):
                 raise EmbedderMismatchError(self._where, stored, given)
+            if stored is None and not reindex:
+                # A folder's first index on a server (or embedded after one) takes the embedder
+                # of the folder's other index: one folder, one embedder.
+                sibling = self._journal.get_state(self._sibling_embedder_key())
+                if sibling is not None and not same_vectors(sibling, given):
+                    raise EmbedderMismatchError(self._where, sibling, given)
             cursor = IndexCursor.load(self._journal, self._state_keys["cursor"])
             if stored is None:
                 self._journal.set_state(self._state_keys["embedder"], given)
@@ -313,9 +379,15 @@ class ChromaStore:
         )
         if reindex:
             self.reindex()
-        elif fresh:
+        elif fresh and not (self._read_only and not self._embedded):
+            # a reader on a server leaves indexing to the writers (docs/storage.md#reads-do-not-write)
             self._check_lost()
             self._replay()
+
+    def _sibling_embedder_key(self) -> str:
+        """The embedder state key of this folder's other kind of index (embedded or client)."""
+        kind = "client" if self._embedded else "embedded"
+        return f"{_STATE_NS}:{kind}:{self._index.prefix}:embedder"
 
     def _check_lost(self) -> None:
         """Warn when the index lacks scopes the journal has live entries in (and remember it)."""
@@ -383,12 +455,15 @@ class ChromaStore:
 
     @property
     def collection_prefix(self) -> str:
-        """The prefix of this store's collection names."""
+        """The prefix of this store's collection names (an error for a journal-only handle)."""
+        self._need_index()
         return self._index.prefix
 
     @property
     def client(self) -> Any:
-        """The Chroma client holding the collections (shared by the handles of this process)."""
+        """The Chroma client holding the collections (shared by the handles of this process;
+        an error for a journal-only handle)."""
+        self._need_index()
         return self._index.client
 
     @property
@@ -405,7 +480,8 @@ class ChromaStore:
 
     @property
     def index_cursor(self) -> int:
-        """Every journal record up to this ``seq`` is applied to the index."""
+        """Every journal record up to this ``seq`` is applied to the index (an error for a
+        journal-only handle)."""
         return self._cursor().position
 
     def collection_name(self, scope: str) -> str:
@@ -413,6 +489,7 @@ class ChromaStore:
 
         Raises :class:`~agentmemory.InvalidEntryError` for a scope that is not kebab-case.
         """
+        self._need_index()
         return self._index.collection_name(scope)
 
     # -- the store protocol: reads -------------------------------------------------------------
@@ -499,6 +576,36 @@ class ChromaStore:
         reranker), before searching; see :func:`agentmemory.store.recall_entries`.
         """
         self._check_open()
+        if self._unavailable is not None:
+            asked = mode
+            if mode in RECALL_MODES and mode != "bm25":
+                mode = "bm25"  # the one leg there is; each hit names the one missing
+            hits = recall_entries(
+                self,
+                query,
+                scopes=scopes,
+                limit=limit,
+                mode=mode,
+                bm25=BM25Recaller(self._journal),
+                rerank=rerank,
+                reranker=self._reranker,
+                rerank_candidates=self._rerank_candidates,
+            )
+            if asked == "bm25":
+                return hits
+            why = {"vector": self._unavailable}
+            return [replace(h, unavailable=why) for h in hits]
+        if not (self._read_only and not self._embedded):
+            try:
+                self._absorb()
+            except Exception as err:  # the search still runs on what the index holds
+                logger.warning(
+                    "agentmemory: store %s: could not index other processes' writes before "
+                    "this search (%s: %s); retried at the next call",
+                    self._dir,
+                    type(err).__name__,
+                    err,
+                )
         return recall_entries(
             self,
             query,
@@ -519,6 +626,18 @@ class ChromaStore:
     def reranker(self) -> Reranker | None:
         """The store's reranker (``None``: no rerank stage unless a recall passes one)."""
         return self._reranker
+
+    @property
+    def vector_unavailable(self) -> str | None:
+        """Why this handle has no vector index (opened journal-only beside the holder of the
+        embedded folder), or ``None`` when it has one."""
+        return self._unavailable
+
+    @property
+    def server(self) -> str | None:
+        """The Chroma server this handle uses, in words (``http://127.0.0.1:PORT (pid N)``
+        for the folder's own, else the URL), or ``None`` (embedded, or a given client)."""
+        return self._server
 
     def journal(self, after: int = 0) -> Iterator[Change]:
         """Yield every journal record with ``seq > after`` in order."""
@@ -552,8 +671,7 @@ class ChromaStore:
         """
         self._check_open()
         change = self._journal.put(entry, if_hash=if_hash, based_on=based_on, session=session)
-        self._after_commit([change])
-        return change
+        return self._after_commit([change])[0]
 
     def forget_session(
         self, session_id: str, scopes: Sequence[str], *, reason: str | None = None
@@ -578,8 +696,7 @@ class ChromaStore:
         """
         self._check_open()
         change = self._journal.forget(scope, name, session=session)
-        self._after_commit([change])
-        return change
+        return self._after_commit([change])[0]
 
     def put_many(
         self, entries: Iterable[Entry], *, session: str | None = None
@@ -597,12 +714,20 @@ class ChromaStore:
         self._check_open()
         changes = self._journal.put_many(entries, session=session)
         if changes:
-            self._after_commit(changes)
+            return self._after_commit(changes)
         return changes
 
-    def _after_commit(self, changes: Sequence[Change]) -> None:
+    def _after_commit(self, changes: Sequence[Change]) -> builtins.list[Change]:
         """Bring the index in line with the journal for the keys just written, then mark their
-        records applied; on failure, keep them for the next catch-up and raise IndexWriteError."""
+        records applied, then index what other processes wrote (:meth:`_absorb`); on failure,
+        keep them for the next catch-up and raise IndexWriteError. Journal-only, return the
+        records with a ``note`` that the holder indexes them."""
+        if self._unavailable is not None:
+            note = (
+                "the write is in the journal and its lexical index; the vector index is brought "
+                f"up to date by the process holding it ({self._holder})"
+            )
+            return [replace(c, note=note) for c in changes]
         cursor = self._cursor()
         # The journal state just committed, last record per key: the index is written from it
         # without reading the rows back, and checked against the journal once after writing.
@@ -611,10 +736,14 @@ class ChromaStore:
             self._sync.sync(builtins.list(known), check_index=False, known=known)
         except Exception as err:
             cursor.mark_failed(c.seq for c in changes)
-            raise IndexWriteError(self._where, changes, err) from err
+            cause: BaseException = err
+            if self._server is not None:
+                cause = ChromaServerError(self._server, self._server_down(err))
+            raise IndexWriteError(self._where, changes, cause) from cause
         self._mark_applied(c.seq for c in changes)
         try:
             self._catch_up()
+            self._absorb()
         except Exception as err:  # the caller's own write succeeded; say so, and go on
             logger.warning(
                 "agentmemory: store %s: index catch-up failed (%s: %s); retried later",
@@ -622,6 +751,37 @@ class ChromaStore:
                 type(err).__name__,
                 err,
             )
+        return builtins.list(changes)
+
+    def _server_down(self, err: BaseException) -> str:
+        """What to do when the server failed a request with ``err``."""
+        how = (
+            f"restart it with 'agentmemory server start --path {self._dir}'"
+            if self._server is not None and self._server.endswith(")")
+            else "restart it"
+        )
+        return (
+            f"the request failed ({type(err).__name__}: {err}); {how}; the journal keeps every "
+            "write and the index catches up from it once the server answers"
+        )
+
+    def _absorb(self) -> None:
+        """Index the journal records this index has not applied (other processes' writes, or
+        failed updates), when the journal has any: one ``max(seq)`` read when it has none, so
+        every search and write can afford it (docs/storage.md#several-processes)."""
+        cursor = self._cursor()
+        top = self._journal.last_seq()
+        if top <= cursor.position:
+            return
+        plan = cursor.catch_up(after=0, force=True)
+        if plan is None:  # pragma: no cover - force always plans
+            return
+        records = [
+            c for c in self._journal.journal(plan.start) if c.seq <= top and c.seq not in plan.done
+        ]
+        if records:
+            self._sync.sync([(c.entry.scope, c.entry.name) for c in records], check_index=True)
+            self._mark_applied(c.seq for c in records)
 
     # -- the index cursor --------------------------------------------------------------------
 
@@ -713,6 +873,7 @@ class ChromaStore:
             InvalidEntryError: a scope that is not kebab-case.
         """
         self._check_open()
+        self._need_index()
         if isinstance(scopes, str):
             raise TypeError(f"scopes must be a sequence of scope names, not the str {scopes!r}")
         if isinstance(limit, bool) or not isinstance(limit, int):
@@ -766,6 +927,7 @@ class ChromaStore:
         made while it runs may show up as missing or stale. Changes nothing.
         """
         self._check_open()
+        self._need_index()
         return self._sync.compare(cursor=self._cursor().position)
 
     def repair(self, *, keep: Iterable[str] = ()) -> IndexReport:
@@ -780,6 +942,7 @@ class ChromaStore:
         Raises what the embedder or Chroma raise; the index is then no worse than before.
         """
         self._check_open()
+        self._need_index()
         head = self._journal.last_seq()
         self._catch_up(force=True)
         found = self.verify()
@@ -809,6 +972,7 @@ class ChromaStore:
         journal and embeds only what is still missing.
         """
         self._check_open()
+        self._need_index()
         shared = self._shared_index()
         with shared.write_lock:
             head = self._journal.last_seq()
@@ -831,7 +995,18 @@ class ChromaStore:
 
     # -- lifetime ----------------------------------------------------------------------------
 
+    def _need_index(self) -> None:
+        """Refuse an index operation on a journal-only handle, saying why."""
+        if self._unavailable is not None:
+            raise AgentMemoryError(
+                f"agentmemory: store {self._where}: {self._unavailable}; this process opened the "
+                "journal alone, so it cannot search, check or rebuild the vectors: do it in the "
+                "holder, or after it closes, or run 'agentmemory server start' so that every "
+                "process shares one Chroma server"
+            )
+
     def _shared_index(self) -> SharedIndex:
+        self._need_index()
         shared = self._shared
         if shared is None:
             raise AgentMemoryError(
@@ -885,7 +1060,9 @@ class ChromaStore:
         self.close()
 
     def __repr__(self) -> str:
-        where = "embedded" if self._embedded else "client"
+        if self._unavailable is not None:
+            return f"ChromaStore({self._where!r}, embedder={self._embedder.name!r}, journal only)"
+        where = "embedded" if self._embedded else (self._server or "client")
         return (
             f"ChromaStore({self._where!r}, embedder={self._embedder.name!r}, "
             f"prefix={self._index.prefix!r}, {where})"

@@ -306,6 +306,27 @@ def _embedder_option(f: F) -> F:
     )(f)
 
 
+def _server_options(f: F) -> F:
+    """``--shared`` and ``--chroma-url``: which Chroma the store's vector index lives in."""
+    f = click.option(
+        "--chroma-url",
+        "chroma_url",
+        envvar="AGENTMEMORY_CHROMA_URL",
+        show_envvar=True,
+        default=None,
+        metavar="URL",
+        help="Use the Chroma server at URL (http://HOST:PORT) for the vector index.",
+    )(f)
+    return click.option(
+        "--shared",
+        is_flag=True,
+        envvar="AGENTMEMORY_SHARED",
+        show_envvar=True,
+        help="Share the store with other processes through its own Chroma server: start it "
+        "('agentmemory server start') when none runs. A running one is used anyway.",
+    )(f)
+
+
 def _session_option(f: F) -> F:
     return click.option(
         "--session",
@@ -362,12 +383,25 @@ def _open_journal(path: Path | None) -> Iterator[SqliteStore | FileStore | Postg
 
 
 def _open_index(
-    path: Path | None, embedder_name: str | None, *, create: bool, reindex: bool = False
+    path: Path | None,
+    embedder_name: str | None,
+    *,
+    create: bool,
+    reindex: bool = False,
+    shared: bool = False,
+    chroma_url: str | None = None,
+    read_only: bool = False,
 ) -> ChromaStore | FileStore:
     """:func:`agentmemory.open_store` with the command line's wording: an unknown embedder is a
     usage error of ``--embedder``, a missing store or an embedder mismatch one line saying what to
-    run, and an IndexOutOfStepWarning one ``agentmemory:`` line on stderr."""
-    from .errors import EmbedderMismatchError, EmbedderNameError, IndexOutOfStepWarning
+    run, and an IndexOutOfStepWarning or ServerRecordWarning one ``agentmemory:`` line on
+    stderr. ``shared``, ``chroma_url`` and ``read_only`` are :func:`agentmemory.open_store`'s."""
+    from .errors import (
+        EmbedderMismatchError,
+        EmbedderNameError,
+        IndexOutOfStepWarning,
+        ServerRecordWarning,
+    )
     from .store_folder import open_store
 
     dsn, chroma = _hosted()
@@ -379,18 +413,24 @@ def _open_index(
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", IndexOutOfStepWarning)
+            warnings.simplefilter("always", ServerRecordWarning)
             store: ChromaStore | FileStore
             if dsn and chroma:
                 from .hosted_store import open_hosted_store
 
                 store = open_hosted_store(dsn, chroma, embedder=embedder_name, reindex=reindex)
             else:
+                if chroma and not chroma_url:  # --chroma HOST:PORT names a server for a folder too
+                    chroma_url = chroma if "://" in chroma else f"http://{chroma}"
                 store = open_store(
                     path,
                     embedder=embedder_name,
                     create=create,
                     reindex=reindex,
                     format=_store_format(),
+                    shared=shared,
+                    chroma_url=chroma_url,
+                    read_only=read_only,
                 )
     except EmbedderNameError as exc:
         raise click.BadParameter(str(exc), param_hint="--embedder") from None
@@ -405,7 +445,7 @@ def _open_index(
             f"'agentmemory reindex --embedder {given}' to rebuild its index with the new one"
         ) from None
     for w in caught:
-        if issubclass(w.category, IndexOutOfStepWarning):
+        if issubclass(w.category, IndexOutOfStepWarning | ServerRecordWarning):
             click.echo(f"agentmemory: {CliError(str(w.message)).message}", err=True)
         else:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
@@ -427,12 +467,20 @@ def _chroma_only(store: ChromaStore | FileStore, command: str) -> ChromaStore:
         return store
     store.close()
     raise CliError(
-        f"{store.path} is a Markdown folder; '{command}' works on a store's Chroma index "
-        "(journal.sqlite3 and chroma/), and a Markdown folder has none to check"
+        f"{store.path} is a Markdown folder; '{command}' checks the Chroma index of a sqlite "
+        "store (journal.sqlite3 and chroma/); a Markdown folder's index (.vectors/) follows its "
+        "journal and catches up each time it is opened; to make it again, run 'agentmemory "
+        "reindex'"
     )
 
 
 # --- small helpers --------------------------------------------------------------------------
+
+
+def _note(text: str) -> None:
+    """One ``agentmemory: note: ...`` line on stderr (a write or search that succeeded with
+    something the user should know)."""
+    click.echo(f"agentmemory: note: {text}", err=True)
 
 
 def _parse_key(key: str) -> tuple[str, str]:
@@ -528,6 +576,7 @@ def _change_line(change: Change) -> str:
 @_session_option
 @_path_option
 @_embedder_option
+@_server_options
 @_json_option
 def save_command(
     key: str,
@@ -539,6 +588,8 @@ def save_command(
     session_id: str | None,
     path: Path | None,
     embedder_name: str | None,
+    shared: bool,
+    chroma_url: str | None,
     as_json: bool,
 ) -> None:
     """Create or replace the entry KEY (SCOPE/NAME) with CONTENT.
@@ -586,7 +637,9 @@ def save_command(
             return exc.changes[0]
 
     try:
-        with _open_index(path, embedder_name, create=True) as store:
+        with _open_index(
+            path, embedder_name, create=True, shared=shared, chroma_url=chroma_url
+        ) as store:
             change = write(store)
     except IndexDamagedError as exc:  # the journal takes the write; a repair re-indexes it
         if exc.index != "vector":
@@ -599,6 +652,8 @@ def save_command(
             f"--path {exc.path}' to rebuild the index",
             err=True,
         )
+    if change.note:
+        _note(change.note)
     if as_json:
         click.echo(encode_change(change))
         return
@@ -672,9 +727,16 @@ def list_command(scopes: tuple[str, ...], full: bool, path: Path | None, as_json
 @_session_option
 @_path_option
 @_embedder_option
+@_server_options
 @_json_option
 def forget_command(
-    key: str, session_id: str | None, path: Path | None, embedder_name: str | None, as_json: bool
+    key: str,
+    session_id: str | None,
+    path: Path | None,
+    embedder_name: str | None,
+    shared: bool,
+    chroma_url: str | None,
+    as_json: bool,
 ) -> None:
     """Forget the entry KEY (SCOPE/NAME): journal a tombstone and drop its vector.
 
@@ -684,12 +746,16 @@ def forget_command(
     from .wire import encode_change
 
     scope, name = _parse_key(key)
-    with _open_index(path, embedder_name, create=False) as store:
+    with _open_index(
+        path, embedder_name, create=False, shared=shared, chroma_url=chroma_url
+    ) as store:
         try:
             change = store.forget(scope, name, session=session_id)
         except IndexWriteError as exc:
             change = exc.changes[0]
             _index_behind(exc.changes, exc.__cause__)
+    if change.note:
+        _note(change.note)
     if as_json:
         click.echo(encode_change(change))
         return
@@ -719,6 +785,7 @@ def forget_command(
 @click.option("--full", is_flag=True, help="Show each hit's whole content, not one line.")
 @_path_option
 @_embedder_option
+@_server_options
 @_json_option
 def search_command(
     query: tuple[str, ...],
@@ -728,6 +795,8 @@ def search_command(
     full: bool,
     path: Path | None,
     embedder_name: str | None,
+    shared: bool,
+    chroma_url: str | None,
     as_json: bool,
 ) -> None:
     """Rank entries for QUERY as memory_search does (hybrid BM25 + vector recall).
@@ -736,17 +805,32 @@ def search_command(
     score) and where each leg ranked it (#rank and raw score: BM25, cosine).
     """
     text = " ".join(query)
+    missing: str | None = None
     if mode == "bm25":  # the lexical leg lives in the journal: no index, no model
         with _open_journal(path) as journal:
             wanted = list(scopes) or journal.scopes()
             hits = journal.recall(text, scopes=wanted, limit=limit, mode="bm25") if wanted else []
     failed: dict[str, str] = {}
     if mode != "bm25":
-        with _open_index(path, embedder_name, create=False) as store, _failed_legs(failed):
+        with (
+            _open_index(
+                path,
+                embedder_name,
+                create=False,
+                shared=shared,
+                chroma_url=chroma_url,
+                read_only=True,
+            ) as store,
+            _failed_legs(failed),
+        ):
             wanted = list(scopes) or _scopes_of(store)
             hits = store.recall(text, scopes=wanted, limit=limit, mode=mode) if wanted else []
+            missing = getattr(store, "vector_unavailable", None)
     shown_mode = "hybrid" if mode == "auto" else mode
-    if failed:  # a hybrid whose leg failed is not a hybrid: say which leg answered, and why
+    if missing is not None:
+        shown_mode = "bm25"
+        _note(f"the vector leg was unavailable ({missing}); these are BM25 results only")
+    elif failed:  # a hybrid whose leg failed is not a hybrid: say which leg answered, and why
         answered = [leg for leg in ("bm25", "vector") if leg not in failed]
         shown_mode = "+".join(answered) or "none"
         for leg, why in failed.items():
@@ -770,6 +854,7 @@ def search_command(
                             leg: {"rank": s.rank, "score": s.score}
                             for leg, s in sorted(h.legs.items())
                         },
+                        "unavailable": dict(h.unavailable),
                         "content": h.entry.content,
                         "meta": h.entry.meta or {},
                         "hash": h.entry.hash,
@@ -789,7 +874,10 @@ def search_command(
         legs = []
         for leg in ("bm25", "vector"):
             s = h.legs.get(leg)
-            legs.append(f"{leg} #{s.rank} {s.score:.4g}" if s is not None else f"{leg} -")
+            if leg in h.unavailable:
+                legs.append(f"{leg} unavailable")
+            else:
+                legs.append(f"{leg} #{s.rank} {s.score:.4g}" if s is not None else f"{leg} -")
         click.echo(f"{rank:>2}. {h.entry.key}  score {h.score:.4g}  ({', '.join(legs)})")
         body = h.entry.content.rstrip("\n") if full else _one_line(h.entry.content, _SHOW_CHARS)
         click.echo("    " + body.replace("\n", "\n    "))
@@ -1011,9 +1099,16 @@ def lost_updates_command(after: int, path: Path | None, as_json: bool) -> None:
 )
 @_path_option
 @_embedder_option
+@_server_options
 @_json_option
 def verify_command(
-    repair: bool, drop_orphans: bool, path: Path | None, embedder_name: str | None, as_json: bool
+    repair: bool,
+    drop_orphans: bool,
+    path: Path | None,
+    embedder_name: str | None,
+    shared: bool,
+    chroma_url: str | None,
+    as_json: bool,
 ) -> None:
     """Check that the vector index matches the journal (exit status 1 when it does not).
 
@@ -1022,9 +1117,9 @@ def verify_command(
     if not repair:
         _refuse_crashing_index(path)
     opened = (
-        _open_moving_damage(path, embedder_name)
+        _open_moving_damage(path, embedder_name, shared=shared, chroma_url=chroma_url)
         if repair
-        else _open_index(path, embedder_name, create=False)
+        else _open_index(path, embedder_name, create=False, shared=shared, chroma_url=chroma_url)
     )
     with _chroma_only(opened, "verify") as store:
         orphans = _never_journaled(store.journal_store, store.verify().extra)
@@ -1087,7 +1182,12 @@ def _refuse_crashing_index(path: Path | None) -> None:
 
 
 def _open_moving_damage(
-    path: Path | None, embedder_name: str | None, *, reindex: bool = False
+    path: Path | None,
+    embedder_name: str | None,
+    *,
+    reindex: bool = False,
+    shared: bool = False,
+    chroma_url: str | None = None,
 ) -> ChromaStore | FileStore:
     """Open the store's index; when Chroma cannot open it (``IndexDamagedError``), move
     ``chroma/`` aside to ``chroma.damaged-<UTC time>`` (kept as evidence), say so on stderr,
@@ -1100,7 +1200,9 @@ def _open_moving_damage(
         crashed = probe_index(store_folder(path))
         if crashed is not None:  # never load it here: it would crash this process too
             raise IndexDamagedError(str(store_folder(path)), "vector", crashed)
-        return _open_index(path, embedder_name, create=False, reindex=reindex)
+        return _open_index(
+            path, embedder_name, create=False, reindex=reindex, shared=shared, chroma_url=chroma_url
+        )
     except IndexDamagedError as exc:
         if exc.index != "vector":
             raise
@@ -1112,7 +1214,9 @@ def _open_moving_damage(
             "and rebuilt it from the journal",
             err=True,
         )
-        return _open_index(path, embedder_name, create=False, reindex=True)
+        return _open_index(
+            path, embedder_name, create=False, reindex=True, shared=shared, chroma_url=chroma_url
+        )
 
 
 def _never_journaled(journal: object, keys: list[str]) -> list[str]:
@@ -1144,17 +1248,24 @@ def _check_lexical(journal: object, repair: bool) -> tuple[list[str], int | None
 def reindex_command(path: Path | None, embedder_name: str | None, as_json: bool) -> None:
     """Rebuild the vector index from the journal (with --embedder NAME: switch to it), and the
     lexical index too when it is damaged."""
+    from .chroma_store import ChromaStore
+
     started = time.perf_counter()
-    opened = _open_moving_damage(path, embedder_name, reindex=True)
-    with _chroma_only(opened, "reindex") as store:
-        report = store.verify()
-        name = store.embedder.name
-        lexical, rebuilt = _check_lexical(store.journal_store, True)
+    lexical: list[str] = []
+    rebuilt: int | None = None
+    with _open_moving_damage(path, embedder_name, reindex=True) as store:
+        if isinstance(store, ChromaStore):
+            indexed = store.verify().indexed
+            name = store.embedder.name
+            lexical, rebuilt = _check_lexical(store.journal_store, True)
+        else:  # a Markdown folder: its vectors (.vectors/) were made again as it opened
+            indexed = sum(len(store.list(scope)) for scope in store.scopes())
+            name = store.embedder.name if store.embedder is not None else "none"
     seconds = time.perf_counter() - started
     if as_json:
         _echo_json(
             {
-                "indexed": report.indexed,
+                "indexed": indexed,
                 "embedder": name,
                 "seconds": round(seconds, 3),
                 "lexical_rebuilt": rebuilt,
@@ -1162,7 +1273,7 @@ def reindex_command(path: Path | None, embedder_name: str | None, as_json: bool)
             }
         )
     else:
-        click.echo(f"reindexed {report.indexed} entries with {name} in {seconds:.1f} s")
+        click.echo(f"reindexed {indexed} entries with {name} in {seconds:.1f} s")
         if rebuilt is not None:
             click.echo(f"lexical index rebuilt: {rebuilt} entries")
         for problem in lexical:
@@ -1197,6 +1308,7 @@ def reindex_command(path: Path | None, embedder_name: str | None, as_json: bool)
 @_session_option
 @_path_option
 @_embedder_option
+@_server_options
 @_json_option
 def import_command(
     source: str,
@@ -1206,6 +1318,8 @@ def import_command(
     session_id: str | None,
     path: Path | None,
     embedder_name: str | None,
+    shared: bool,
+    chroma_url: str | None,
     as_json: bool,
 ) -> None:
     """Import entries from FILE, JSON Lines ('-' for stdin), or from DIR, a Markdown folder
@@ -1238,7 +1352,9 @@ def import_command(
     )
     started = time.perf_counter()
     with (
-        _open_index(path, embedder_name, create=True) as store,
+        _open_index(
+            path, embedder_name, create=True, shared=shared, chroma_url=chroma_url
+        ) as store,
         tqdm(
             total=len(lines),
             desc="import",
@@ -1248,7 +1364,13 @@ def import_command(
         ) as bar,
     ):
         report = import_entries(store, lines, batch=batch, session=session_id, progress=bar.update)
+        missing = getattr(store, "vector_unavailable", None)
     seconds = time.perf_counter() - started
+    if missing is not None and report.imported:
+        _note(
+            "the entries are in the journal and its lexical index; the vector index is brought "
+            f"up to date by the process holding it ({missing.split(' is held by ')[-1]})"
+        )
     if report.index_pending:
         _index_behind(report.index_pending, report.index_error)
     if as_json:
@@ -1289,6 +1411,7 @@ def import_command(
     help="jsonl: JSON Lines. markdown: a new Markdown folder, the first argument (export "
     "--format markdown DIR [SCOPES]...).",
 )
+@_hosted_options
 @_folder_option
 def export_command(
     scopes: tuple[str, ...], output: Path | None, out_format: str, path: Path | None
@@ -1298,7 +1421,8 @@ def export_command(
     markdown DIR, as a new Markdown folder DIR (one DIR/<scope>/<name>.md per entry, a journal
     of their creation) that `agentmemory import DIR` takes back exactly.
 
-    Reads the journal only (no model, no index), so it runs beside a running `agentmemory mcp`.
+    Reads the journal only (no model, no index), so it runs beside a running `agentmemory mcp`;
+    with --dsn, the PostgreSQL journal (--chroma is not needed).
     """
     from .atomic_write import write_atomic
     from .jsonl import export_entries
@@ -1417,6 +1541,7 @@ def reconcile_command(path: Path | None, as_json: bool) -> None:
     help="A scope memory_search reads and the writers refuse; repeat for several.",
 )
 @_embedder_option
+@_server_options
 @click.option(
     "--max-total-bytes",
     type=click.IntRange(min=1),
@@ -1437,6 +1562,8 @@ def mcp_command(
     scopes: tuple[str, ...],
     read_scopes: tuple[str, ...],
     embedder_name: str | None,
+    shared: bool,
+    chroma_url: str | None,
     max_total_bytes: int,
     policy: str,
 ) -> None:
@@ -1455,7 +1582,7 @@ def mcp_command(
         tools(MemStore(), scopes, read_scopes=read_scopes)
     except ToolConfigError as exc:
         raise click.UsageError(str(exc)) from None
-    store = _open_index(path, embedder_name, create=True)
+    store = _open_index(path, embedder_name, create=True, shared=shared, chroma_url=chroma_url)
     try:
         from .kinds import KindRegistry
 
@@ -1469,6 +1596,106 @@ def mcp_command(
         serve_stdio(server)
     finally:
         store.close()
+
+
+# --- the folder's Chroma server ------------------------------------------------------------
+
+
+@main.group("server", short_help="Start, stop or show the store's own Chroma server.")
+def server_group() -> None:
+    """The store folder's own Chroma server (`chroma run` from the installed chromadb), on
+    127.0.0.1 and a free port, detached. While it runs, every agentmemory process opening the
+    folder (the command line, `agentmemory mcp`, Python) uses it, so several of them can search
+    and write the store at once."""
+
+
+def _record_json(record: Any, running: bool) -> dict[str, Any]:
+    return {
+        "running": running,
+        "url": record.url,
+        "pid": record.pid,
+        "port": record.port,
+        "started": record.started,
+        "chromadb": record.chromadb,
+    }
+
+
+@server_group.command("start", short_help="Start the server (nothing when one runs).")
+@click.option(
+    "--port",
+    type=click.IntRange(min=1, max=65535),
+    default=None,
+    help="The TCP port on 127.0.0.1 (default: a free one).",
+)
+@_path_option
+@_json_option
+def server_start_command(port: int | None, path: Path | None, as_json: bool) -> None:
+    """Start the store's Chroma server, detached, and record it in the store folder."""
+    from .chroma_server import live_record, start_server
+    from .errors import ServerRecordWarning
+    from .store_folder import store_folder
+
+    folder = store_folder(path)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ServerRecordWarning)
+        before = live_record(folder)
+        record = before or start_server(folder, port=port)
+    for w in caught:
+        click.echo(f"agentmemory: {CliError(str(w.message)).message}", err=True)
+    if before is None and (folder / "journal.sqlite3").is_file():
+        # index the journal on the new server now, so that readers (which replay nothing)
+        # find every entry by meaning from the first search
+        with _open_index(path, None, create=False):
+            pass
+    if as_json:
+        _echo_json(_record_json(record, True))
+        return
+    verb = "already running" if before is not None else "started"
+    click.echo(f"Chroma server {verb} for {folder} at {record.url} (pid {record.pid})")
+
+
+@server_group.command("stop", short_help="Stop the server.")
+@_path_option
+def server_stop_command(path: Path | None) -> None:
+    """Stop the store's Chroma server and remove its record."""
+    from .chroma_server import stop_server
+    from .store_folder import store_folder
+
+    folder = store_folder(path)
+    record = stop_server(folder)
+    if record is None:
+        click.echo(f"no Chroma server recorded for {folder}")
+        return
+    click.echo(f"stopped the Chroma server of {folder} ({record.url}, pid {record.pid})")
+
+
+@server_group.command("status", short_help="Show the server (exit 1 when none runs).")
+@_path_option
+@_json_option
+def server_status_command(path: Path | None, as_json: bool) -> None:
+    """Show whether the store's Chroma server runs, where, since when, of which chromadb."""
+    from .chroma_server import live_record, read_record
+    from .store_folder import store_folder
+
+    folder = store_folder(path)
+    record = read_record(folder)
+    running = record is not None and live_record(folder, report=False) is not None
+    if as_json:
+        _echo_json(_record_json(record, running) if record is not None else {"running": False})
+    elif record is None:
+        click.echo(f"no Chroma server recorded for {folder}")
+    elif running:
+        click.echo(
+            f"Chroma server of {folder} running at {record.url} (pid {record.pid}, since "
+            f"{record.started}, chromadb {record.chromadb})"
+        )
+    else:
+        click.echo(
+            f"the Chroma server recorded for {folder} ({record.url}, pid {record.pid}) is not "
+            f"running; 'agentmemory server start --path {folder}' replaces it"
+        )
+    if not running:
+        sys.exit(1)
 
 
 # --- eval and demo --------------------------------------------------------------------------

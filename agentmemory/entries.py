@@ -125,6 +125,10 @@ class Change:
         reason: why the write was made, in the writer's words, ``""`` when not given.
             The three are the write's provenance, set with :func:`agentmemory.provenance`
             (docs/kinds.md#provenance).
+        note: what the writer should know about a write that landed, ``""`` for none: a
+            :class:`~agentmemory.ChromaStore` opened journal-only says the vector index is
+            brought up to date by the process that holds it (docs/storage.md#several-processes).
+            Not part of the journal: records read back carry ``""``.
     """
 
     seq: int
@@ -137,6 +141,7 @@ class Change:
     message: str = ""
     tool: str = ""
     reason: str = ""
+    note: str = field(default="", compare=False)
 
     def copy(self) -> Change:
         """Return a copy that shares no mutable state (its entry's meta is a new dict)."""
@@ -151,4 +156,5 @@ class Change:
             message=self.message,
             tool=self.tool,
             reason=self.reason,
+            note=self.note,
         )

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AgentMemoryError",
     "BudgetError",
+    "ChromaServerError",
     "ConflictError",
     "DataFormatError",
     "DataNotFoundError",
@@ -46,6 +47,7 @@ __all__ = [
     "NotFoundError",
     "RecallModeError",
     "RerankError",
+    "ServerRecordWarning",
     "StoreFormatError",
     "StoreIOError",
     "StoreLockedError",
@@ -219,6 +221,27 @@ class StoreUnavailableError(AgentMemoryError, ConnectionError):
         self.where = where
         self.detail = detail
         super().__init__(f"agentmemory: store {where} is unavailable: {detail}")
+
+
+class ChromaServerError(AgentMemoryError, ConnectionError):
+    """A Chroma server of a store folder (``agentmemory server``, or ``--chroma-url``) cannot be
+    used: it does not answer, it is of another chromadb version than this process's, its port is
+    taken by something else, or it did not start (docs/storage.md#several-processes).
+
+    Attributes:
+        where: the server, as ``http://127.0.0.1:PORT`` (with ``pid N`` when it is the folder's).
+        detail: what happened and what to do.
+    """
+
+    def __init__(self, where: str, detail: str) -> None:
+        self.where = where
+        self.detail = detail
+        super().__init__(f"agentmemory: Chroma server {where}: {detail}")
+
+
+class ServerRecordWarning(UserWarning):
+    """A store folder records a Chroma server whose process is gone: the record is ignored (and
+    replaced when the opener starts a server), and this warning says so once per open."""
 
 
 class EmbedderMismatchError(AgentMemoryError, ValueError):

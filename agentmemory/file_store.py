@@ -1,6 +1,6 @@
 """FileStore: memory a person can open, edit, diff and commit — a folder of Markdown files.
 
-The folder (docs/filestore-format.md)::
+The folder (docs/filestore-format.md#layout)::
 
     memory/
       journal.jsonl          every change, one JSON record a line (append only)
@@ -82,6 +82,11 @@ __all__ = ["FileStore", "Reconciliation", "UnjournaledFile"]
 
 log = logging.getLogger(__name__)
 
+SQLITE_JOURNAL = "journal.sqlite3"
+"""The journal file of a sqlite store folder (:data:`agentmemory.chroma_store.JOURNAL_FILE`,
+named here so this module does not import Chroma's); a folder holding one is not a Markdown
+folder."""
+
 _MUTEXES: dict[str, threading.Lock] = {}
 _MUTEXES_GUARD = threading.Lock()
 
@@ -156,6 +161,8 @@ class FileStore:
     Raises:
         ValueError: ``max_entry_bytes`` under 1 or ``lock_timeout_s`` negative.
         OSError: the folder cannot be created.
+        AgentMemoryError: the folder holds a sqlite store (``journal.sqlite3`` and no
+            ``journal.jsonl``); nothing is written.
         StoreLockedError: (with ``embedder``) another process owns the vector index.
         EmbedderMismatchError: (with ``embedder``) the index was built with another embedder;
             open with that one, or with ``reindex=True``.
@@ -177,6 +184,12 @@ class FileStore:
         if lock_timeout_s < 0:
             raise ValueError(f"lock_timeout_s is {lock_timeout_s}; it must be 0 or more seconds")
         self._root = Path(path)
+        if (self._root / SQLITE_JOURNAL).exists() and not (self._root / JOURNAL_NAME).exists():
+            raise AgentMemoryError(
+                f"agentmemory: {self._root} holds a sqlite store ({SQLITE_JOURNAL}); a Markdown "
+                "folder needs a folder of its own: give a new folder (export_markdown(store, "
+                "DIR) or 'agentmemory export --format markdown DIR' copies the entries there)"
+            )
         self._root.mkdir(parents=True, exist_ok=True)
         self._limit = max_entry_bytes
         self._lock_timeout_s = float(lock_timeout_s)

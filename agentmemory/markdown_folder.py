@@ -3,7 +3,7 @@
 Imported by whoever uses it (``from agentmemory.markdown_folder import export_markdown``), not
 by ``import agentmemory``.
 
-A Markdown folder is the layout of :class:`~agentmemory.FileStore` (docs/filestore-format.md):
+A Markdown folder is the layout of :class:`~agentmemory.FileStore` (docs/filestore-format.md#layout):
 one ``<scope>/<name>.md`` per entry. :func:`export_markdown` writes a new folder from a store's
 live entries (one journal record per entry, session ``export``); :func:`import_markdown` reads a
 folder's entry files into a store, checking every one first so that nothing is written when one
@@ -98,7 +98,9 @@ def import_markdown(
     name), under ``session``; return the records written. The folder is only read.
 
     Every entry is checked against ``store``'s rules and bound first; nothing is written when
-    one fails. A store with ``put_many`` gets one batch (one transaction for SqliteStore).
+    one fails. Entries ``store`` already holds with the same content and meta are skipped (no
+    record), so importing the same folder again writes nothing. A store with ``put_many`` gets
+    one batch (one transaction for SqliteStore).
 
     Raises:
         AgentMemoryError: ``folder`` is not a folder, or holds an entry file ``store`` cannot
@@ -123,7 +125,20 @@ def import_markdown(
                 f"agentmemory: cannot import {path}: {err}; fix or remove the file, then import "
                 "again (nothing was imported)"
             ) from err
+    entries = [e for e in entries if not _stored_unchanged(store, e)]
+    if not entries:
+        return []
     put_many = getattr(store, "put_many", None)
     if callable(put_many):
         return list(put_many(entries, session=session))
     return [store.put(e, session=session) for e in entries]
+
+
+def _stored_unchanged(store: Store, entry: Entry) -> bool:
+    """Whether ``store`` holds ``entry`` live with the same content and meta (an import skips
+    it, so importing the same folder twice journals nothing the second time)."""
+    try:
+        stored = store.get(entry.scope, entry.name)
+    except NotFoundError:
+        return False
+    return stored.content == entry.content and (stored.meta or None) == (entry.meta or None)

@@ -166,7 +166,7 @@ def plan_put(
     """
     if not checked:
         check_entry(entry)
-    check_validity_meta(entry)  # the meta rules of docs/kinds.md, before the size
+    check_validity_meta(entry)  # docs/kinds.md#out-of-date-on-purpose-only, before the size
     check_size(entry, limit, stored)
     have = stored.hash if stored is not None else ""
     if if_hash is not None and if_hash != have:

@@ -40,6 +40,8 @@ if TYPE_CHECKING:
     from embedders import Embedder
 
 __all__ = [
+    "CHROMA_URL_ENV",
+    "SHARED_ENV",
     "STORE_FORMATS",
     "choose_embedder",
     "default_store_path",
@@ -69,6 +71,14 @@ def store_format(path: str | os.PathLike[str] | None, format: str | None = None)
     from .journal_file import JOURNAL_NAME
 
     return "markdown" if (store_folder(path) / JOURNAL_NAME).is_file() else "sqlite"
+
+
+SHARED_ENV = "AGENTMEMORY_SHARED"
+"""Environment variable: ``1`` makes :func:`open_store` (and the command line) start the
+folder's Chroma server when none runs (docs/storage.md#several-processes)."""
+
+CHROMA_URL_ENV = "AGENTMEMORY_CHROMA_URL"
+"""Environment variable naming a Chroma server (``http://host:port``) for :func:`open_store`."""
 
 
 def default_store_path() -> Path:
@@ -190,6 +200,9 @@ def open_store(
     reindex: bool = False,
     max_entry_bytes: int = DEFAULT_MAX_ENTRY_BYTES,
     format: str | None = None,
+    shared: bool | None = None,
+    chroma_url: str | None = None,
+    read_only: bool = False,
     **store_options: Any,
 ) -> ChromaStore | FileStore:
     """Open the store in folder ``path`` (journal and vector index) with the embedder chosen by the
@@ -212,6 +225,13 @@ def open_store(
             ``store_options`` is the folder's lock timeout, other options are ignored);
             ``"sqlite"`` the journal and Chroma folder; ``None`` finds a Markdown folder by its
             ``journal.jsonl`` (:func:`store_format`).
+        shared: start the folder's own Chroma server when none runs and connect to it
+            (docs/storage.md#several-processes); ``None`` takes ``$AGENTMEMORY_SHARED``
+            (``1`` is on). A server the folder records as running is used either way.
+        chroma_url: the Chroma server to use instead (``http://host:port``); ``None`` takes
+            ``$AGENTMEMORY_CHROMA_URL``.
+        read_only: open to read (search, get, list, render): never wait on another process's
+            hold of the embedded folder, and replay nothing into the index.
         **store_options: passed to :meth:`ChromaStore.open` (``lock_timeout_s``,
             ``busy_timeout_s``, ``fusion``, ``client``, ...).
 
@@ -221,35 +241,58 @@ def open_store(
         EmbedderMismatchError: the store was indexed with other vectors than the named or given
             embedder makes (without ``reindex``), or, with ``embedder=None``, than any embedder
             this machine can build for it.
-        StoreLockedError: another process holds the store past ``lock_timeout_s``.
+        ChromaServerError: the folder's server (or ``chroma_url``) does not answer, is of
+            another chromadb version, or could not be started.
+
+    When another process holds the embedded folder (past ``lock_timeout_s``, 0 s for
+    ``read_only``), the store opens journal-only (:attr:`ChromaStore.vector_unavailable` says
+    why): writes land in the journal with a ``note``, and recall runs the BM25 leg alone.
 
     Also what :meth:`ChromaStore.open` raises. An :class:`~agentmemory.IndexOutOfStepWarning` is
     issued (``warnings.warn``) when the index misses what the journal holds.
     """
     markdown = store_format(path, format) == "markdown"
     folder = store_folder(path) if create else (_existing_markdown if markdown else _existing)(path)
+    if shared is None:
+        shared = os.environ.get(SHARED_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+    if chroma_url is None:
+        chroma_url = os.environ.get(CHROMA_URL_ENV) or None
+    store_options.setdefault("journal_only_when_held", True)
+    if read_only:
+        store_options.setdefault("lock_timeout_s", 0.0)
+        store_options["read_only"] = True
+    if shared:
+        store_options["shared"] = True
+    if chroma_url:
+        store_options["chroma_url"] = chroma_url
     chosen = (
         choose_embedder(embedder) if embedder is None or isinstance(embedder, str) else embedder
     )
     if markdown:
         timeout = float(store_options.get("lock_timeout_s", DEFAULT_LOCK_TIMEOUT_S))
 
-        def folder_store(model: Embedder) -> FileStore:
-            return FileStore(
-                folder,
-                max_entry_bytes=max_entry_bytes,
-                lock_timeout_s=timeout,
-                embedder=model,
-                reindex=reindex,
-            )
+        def folder_store(model: Embedder, rebuild: bool) -> FileStore:
+            try:
+                return FileStore(
+                    folder,
+                    max_entry_bytes=max_entry_bytes,
+                    lock_timeout_s=timeout,
+                    embedder=model,
+                    reindex=rebuild,
+                )
+            except EmbedderMismatchError as exc:
+                own = embedder_for(exc.stored) if embedder is None else None
+                if own is None:
+                    raise
+                return folder_store(own, rebuild)
 
-        try:
-            return folder_store(chosen)
-        except EmbedderMismatchError as exc:
-            own = embedder_for(exc.stored) if embedder is None else None
-            if own is None:
-                raise
-            return folder_store(own)
+        if reindex and embedder is None:
+            # A rebuild never switches models unasked: open with the folder's own embedder
+            # first (the rule above), then make every vector again with it.
+            with folder_store(chosen, False) as current:
+                own_model = current.embedder or chosen
+            return folder_store(own_model, True)
+        return folder_store(chosen, reindex)
     switch = reindex and embedder is not None
 
     def attempt(model: Embedder) -> ChromaStore:

@@ -498,8 +498,8 @@ CASES: tuple[Callable[[Harness], None], ...] = (
     case_out_of_date,
     case_provenance,
 )
-"""Every case: the reference's, in its order, then the out-of-date and provenance rules of
-docs/kinds.md."""
+"""Every case: the reference's, in its order, then the out-of-date and provenance rules
+(docs/kinds.md#out-of-date-on-purpose-only, docs/kinds.md#provenance)."""
 
 
 def run(harness: Harness) -> None:

@@ -517,7 +517,7 @@ class _Kit:
         write reached its journal: the write happened, so the call succeeded (with its record),
         and the line says that search by meaning may miss it for a while."""
         try:
-            return write(*args, **kwargs), ""
+            change: Change = write(*args, **kwargs)
         except IndexWriteError as exc:
             log.warning("%s", exc)
             note = (
@@ -525,6 +525,7 @@ class _Kit:
                 "until the store catches up; do not repeat the call"
             )
             return exc.changes[-1], note
+        return change, (f"; {change.note}" if change.note else "")
 
     def _writer(
         self, name: str, body: Callable[[Mapping[str, Any]], ToolResult]
@@ -884,12 +885,19 @@ class _Kit:
         limit = min(int(limit), MAX_SEARCH_LIMIT)
         found = self._recall(query, scopes, limit)
         where = ", ".join(scopes)
+        missing = getattr(self.store, "vector_unavailable", None)
+        caveat = (
+            f" Search by meaning was unavailable ({missing}); these are keyword (BM25) matches "
+            "only."
+            if missing
+            else ""
+        )
         if not found:
-            return ToolResult(f"No entries in {where} match {_echo(query)}.")
+            return ToolResult(f"No entries in {where} match {_echo(query)}.{caveat}")
         # Ranked retrieval returns the nearest entries, which need not all be relevant: say
         # "best first" rather than "matches".
         noun = "entry" if len(found) == 1 else "entries"
-        parts = [f"{len(found)} {noun} in {where} for {_echo(query)}, best first.\n"]
+        parts = [f"{len(found)} {noun} in {where} for {_echo(query)}, best first.{caveat}\n"]
         shown = 0
         unshown: list[Entry] = []
         for e in found:

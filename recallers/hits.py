@@ -36,6 +36,10 @@ def _no_legs() -> Mapping[str, LegScore]:
     return MappingProxyType({})
 
 
+def _nothing_missing() -> Mapping[str, str]:
+    return MappingProxyType({})
+
+
 @dataclass(frozen=True, slots=True)
 class Hit(Generic[D]):
     """One ranked document.
@@ -49,12 +53,17 @@ class Hit(Generic[D]):
         method: what made :attr:`score`: ``"bm25"`` or ``"vector"`` (one leg's raw score),
             a fusion method (``"rrf"``, ``"min-max"``, ``"z-score"``, ``"theoretical-min-max"``),
             or ``"rerank:<reranker name>"`` (a reranker's score); ``""`` when not said.
+        unavailable: each leg that could not run, keyed as ``legs``, with why (for a store
+            opened journal-only beside the process holding its vector index:
+            ``{"vector": "the vector index of ... is held by pid 4242 ..."}``); empty when every
+            leg ran.
     """
 
     entry: D
     score: float
     legs: Mapping[str, LegScore] = field(default_factory=_no_legs)
     method: str = ""
+    unavailable: Mapping[str, str] = field(default_factory=_nothing_missing)
 
 
 def ranked_hits(leg: str, ranked: Sequence[tuple[D, float]]) -> list[Hit[D]]:

@@ -457,8 +457,14 @@ def test_import_into_a_store_another_process_holds(tmp_path: Path, store_dir: Pa
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         src = write_lines(tmp_path / "in.jsonl", [{"scope": "s", "name": "a", "content": "x"}])
-        one_error_line(cli(store_dir, "import", str(src)), "locked", f"pid {holder.pid}")
-        assert journal_seqs(store_dir) == [1, 2, 3]
+        # the import lands in the journal (journal-only beside the holder) and says so
+        r = cli(store_dir, "import", str(src))
+        assert r.exit_code == 0, r.stderr
+        assert "imported 1 entries" in r.stdout
+        note = r.stderr.strip().splitlines()
+        assert len(note) == 1 and note[0].startswith("agentmemory: note: "), r.stderr
+        assert f"pid {holder.pid}" in note[0] and "holding it" in note[0]
+        assert journal_seqs(store_dir) == [1, 2, 3, 4]
         # reads need only the journal, so they work beside the process that holds the index
         assert cli(store_dir, "list").exit_code == 0
     finally:

@@ -7,6 +7,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner, Result
 
 from agentmemory.cli import main
@@ -104,3 +105,89 @@ def test_commands_that_need_the_other_kind_of_store_say_so(tmp_path: Path) -> No
     ok("save", "user/a", "x", "--format", "markdown", "--path", str(folder), *HASHING)
     one_error_line(run("verify", "--path", str(folder)), ["Markdown folder", "verify"])
     one_error_line(run("get", "user/a", "--path", str(tmp_path / "none")), ["no store"])
+
+
+def indexed_with(folder: Path) -> str:
+    """The embedder fingerprint a Markdown folder's vector index records."""
+    cursor = json.loads((folder / ".vectors" / "cursor.json").read_text())
+    return str(cursor["embedder"]).split(";", 1)[0]
+
+
+def test_reindex_rebuilds_a_markdown_folders_vectors(tmp_path: Path) -> None:
+    folder = tmp_path / "memory"
+    ok("save", "user/editor", "Uses Neovim.", "--format", "markdown", "--path", str(folder),
+       "--embedder", "hashing:64")  # fmt: skip
+    ok(
+        "save",
+        "project/build",
+        "Run make check.",
+        "--path",
+        str(folder),
+        "--embedder",
+        "hashing:64",
+    )
+    # The mismatch message points at reindex; reindex does it and says so (it used to switch
+    # the index and then exit 1 saying a Markdown folder has no index).
+    one_error_line(
+        run("search", "neovim", "--path", str(folder), "--embedder", "hashing:32"),
+        ["agentmemory reindex --embedder hashing:32"],
+    )
+    out = ok("reindex", "--path", str(folder), "--embedder", "hashing:32").stdout
+    assert out.startswith("reindexed 2 entries with hashing:32 in ")
+    assert indexed_with(folder) == "hashing:32"
+    found = json.loads(
+        ok("search", "neovim", "--json", "--path", str(folder), "--embedder", "hashing:32").stdout
+    )
+    assert (found["hits"][0]["scope"], found["hits"][0]["name"]) == ("user", "editor")
+    # Without --embedder the folder keeps its own embedder (not the default model).
+    done = json.loads(ok("reindex", "--json", "--path", str(folder)).stdout)
+    assert (done["indexed"], done["embedder"]) == (2, "hashing:32")
+    assert indexed_with(folder) == "hashing:32"
+
+
+def test_verify_on_a_markdown_folder_says_how_its_index_is_kept(tmp_path: Path) -> None:
+    folder = tmp_path / "memory"
+    ok("save", "user/a", "x", "--format", "markdown", "--path", str(folder), *HASHING)
+    one_error_line(
+        run("verify", "--path", str(folder), *HASHING),
+        ["Markdown folder", "catches up each time it is opened", "agentmemory reindex"],
+    )
+
+
+def test_importing_the_same_markdown_folder_twice_journals_nothing_new(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    ok("save", "user/editor", "Uses Neovim.", "--description", "Editor", "--path", str(src),
+       *HASHING)  # fmt: skip
+    ok("save", "project/build", "make check", "--path", str(src), *HASHING)
+    ok("export", "--format", "markdown", str(tmp_path / "folder"), "--path", str(src))
+    dst = tmp_path / "dst"
+    assert "imported 2 entries" in ok("import", str(tmp_path / "folder"), "--path", str(dst),
+                                      *HASHING).stdout  # fmt: skip
+    again = ok("import", str(tmp_path / "folder"), "--path", str(dst), *HASHING)
+    assert "imported 0 entries" in again.stdout
+    journal = ok("journal", "--json", "--path", str(dst)).stdout.splitlines()
+    assert len(journal) == 2
+    # A changed file is imported again, and only it.
+    edited = tmp_path / "folder" / "project" / "build.md"
+    edited.write_text(edited.read_text().replace("make check", "make test"))
+    third = ok("import", str(tmp_path / "folder"), "--path", str(dst), *HASHING)
+    assert "imported 1 entries" in third.stdout
+    assert ok("get", "project/build", "--path", str(dst)).stdout.rstrip().endswith("make test")
+
+
+def test_a_markdown_folder_is_not_made_inside_a_sqlite_store(tmp_path: Path) -> None:
+    from agentmemory import AgentMemoryError, FileStore
+
+    sqlite = tmp_path / "memory"
+    ok("save", "user/a", "kept in sqlite", "--path", str(sqlite), *HASHING)
+    before = sorted(p.name for p in sqlite.iterdir())
+    # Before, this made journal.jsonl beside journal.sqlite3, and every later command took the
+    # folder for a Markdown folder, hiding the sqlite store's entries.
+    with pytest.raises(AgentMemoryError, match="holds a sqlite store"):
+        FileStore(sqlite)
+    one_error_line(
+        run("save", "user/b", "y", "--format", "markdown", "--path", str(sqlite), *HASHING),
+        ["holds a sqlite store", "give a new folder"],
+    )
+    assert sorted(p.name for p in sqlite.iterdir()) == before
+    assert [e["content"] for e in listed(sqlite)] == ["kept in sqlite"]

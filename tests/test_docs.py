@@ -31,6 +31,7 @@ CITING = (*PACKAGES, "tests", "benchmarks", "notebooks")
 SUFFIXES = {".py", ".md", ".ipynb", ".txt", ".toml", ".cfg"}
 
 CITATION = re.compile(r"docs/([A-Za-z0-9_-]+\.md)#([A-Za-z0-9_-]*)")
+PAGE = re.compile(r"docs/([A-Za-z0-9_-]+\.md)")
 HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
 FENCE = re.compile(r"^\s*(```|~~~)")
 RELATIVE_LINK = re.compile(r"\]\((?!https?:)([A-Za-z0-9_./-]*\.md)?#([^)\s]*)\)")
@@ -146,6 +147,18 @@ def test_every_citation_in_the_code_resolves() -> None:
                 broken.append(f"{where} (no heading with that anchor)")
     assert not broken, "citations that do not resolve:\n" + "\n".join(broken)
     assert count > 0, "no docs/ citation found at all: the scan is looking in the wrong place"
+
+
+def test_every_page_the_code_names_exists() -> None:
+    """A citation of a whole page (``docs/kinds.md``, no anchor) names a page that exists."""
+    missing: list[str] = []
+    for path in source_files(CITING):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for m in PAGE.finditer(text):
+            if not (DOCS / m.group(1)).is_file():
+                line = text.count("\n", 0, m.start()) + 1
+                missing.append(f"{path.relative_to(ROOT)}:{line}: docs/{m.group(1)}")
+    assert not missing, "pages that do not exist:\n" + "\n".join(missing)
 
 
 def test_links_between_the_docs_resolve() -> None:

@@ -127,8 +127,8 @@ def test_the_readme_markdown_folder_example_runs_as_printed(
     monkeypatch.chdir(tmp_path)
     exec(compile(code, "README.md", "exec"), {})
     assert (
-        (tmp_path / "memory" / "user" / "editor.md")
+        (tmp_path / "notes" / "user" / "editor.md")
         .read_text()
         .endswith("---\nPrefers dark mode in Vim.\n")
     )
-    assert "- [editor](editor.md) \u2014 Editor" in (tmp_path / "memory/user/INDEX.md").read_text()
+    assert "- [editor](editor.md) \u2014 Editor" in (tmp_path / "notes/user/INDEX.md").read_text()

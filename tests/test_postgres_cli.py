@@ -108,3 +108,25 @@ def test_the_mcp_server_works_on_the_same_servers(
     assert listed.returncode == 0 and "Staging first." in listed.stdout, listed.stderr
     verified = run("verify", "--json", env=hosts)
     assert verified.returncode == 0 and json.loads(verified.stdout)["ok"] is True, verified.stderr
+
+
+def test_export_reads_the_postgres_journal_given_by_dsn(pg_dsn: str, tmp_path: Path) -> None:
+    from agentmemory import Entry
+    from agentmemory.postgres_store import PostgresStore
+
+    with PostgresStore(pg_dsn) as store:
+        store.put(Entry("project", "deploy", "Deploys go through staging first."))
+        store.put(Entry("user", "editor", "Prefers dark mode.", {"description": "Editor"}))
+    # $AGENTMEMORY_PATH names no store: export must read PostgreSQL, not a folder.
+    lines = run("export", "--dsn", pg_dsn)
+    assert lines.returncode == 0, lines.stderr
+    exported = [json.loads(line) for line in lines.stdout.splitlines()]
+    assert [(e["scope"], e["name"], e["content"]) for e in exported] == [
+        ("project", "deploy", "Deploys go through staging first."),
+        ("user", "editor", "Prefers dark mode."),
+    ]
+    folder = tmp_path / "folder"
+    md = run("export", "--format", "markdown", str(folder), "user", env={"AGENTMEMORY_DSN": pg_dsn})
+    assert md.returncode == 0, md.stderr
+    assert "exported 1 entries" in md.stderr
+    assert (folder / "user" / "editor.md").read_text().endswith("---\nPrefers dark mode.")
