@@ -715,8 +715,14 @@ class ChromaStore:
         self._check_open()
         check_purge(scope, name, reason)
         pending = self._state_keys["cursor"].rpartition(":")[0] + ":purge"
+        journal_purge = getattr(self._journal, "purge", None)
+        if journal_purge is None:
+            raise AgentMemoryError(
+                f"agentmemory: store {self._where}: its journal ({type(self._journal).__name__}) "
+                "cannot purge yet; only a SqliteStore journal can"
+            )
         self._journal.set_state(pending, scope)
-        receipt = self._journal.purge(scope, name, reason=reason, session=session)
+        receipt: PurgeReceipt = journal_purge(scope, name, reason=reason, session=session)
         vectors = len(self._index.held(scope, [name]))
         written = [c for c in (receipt.tombstone, receipt.record) if c is not None]
         self._after_commit(written)
@@ -744,6 +750,7 @@ class ChromaStore:
             if not self._embedded:
                 out.append("Chroma server: its files are not reachable from this process")
                 return out
+            assert self._dir is not None  # an embedded index has a folder
             out += _scrub_chroma_folder(self._dir / CHROMA_FOLDER)
         return out
 
@@ -769,7 +776,8 @@ class ChromaStore:
     def recovery(self) -> str | None:
         """What opening the journal did about an interrupted purge (see
         :attr:`agentmemory.SqliteStore.recovery`), or ``None``."""
-        return self._journal.recovery
+        found = getattr(self._journal, "recovery", None)
+        return found if isinstance(found, str) else None
 
     def verify_erased(self, scope: str, name: str) -> ErasureCheck:
         """Check that no copy of ``scope/name``'s content remains: the journal's places
@@ -777,12 +785,19 @@ class ChromaStore:
         embedded folder ``chroma.sqlite3``'s rows for the vector id (embeddings, write log),
         its free pages, and segment folders of dropped collections."""
         self._check_open()
-        base = self._journal.verify_erased(scope, name)
+        journal_check = getattr(self._journal, "verify_erased", None)
+        if journal_check is None:
+            raise AgentMemoryError(
+                f"agentmemory: store {self._where}: its journal ({type(self._journal).__name__}) "
+                "cannot check erasure yet; only a SqliteStore journal can"
+            )
+        base: ErasureCheck = journal_check(scope, name)
         looked = [*base.looked, f"vector of {scope}/{name} in {self.collection_name(scope)}"]
         found = list(base.found)
         if self._index.held(scope, [name]):
             found.append("a vector in the index")
         if self._embedded:
+            assert self._dir is not None
             folder = self._dir / CHROMA_FOLDER
             looked += [
                 f"{folder.name}/chroma.sqlite3 rows for {scope}/{name} (embeddings, "
