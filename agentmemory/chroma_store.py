@@ -740,6 +740,12 @@ class ChromaStore:
             rewritten=(*receipt.rewritten, *rewritten),
         )
 
+    @property
+    def can_purge(self) -> bool:
+        """Whether :meth:`purge` works here: the journal has a purge (a SqliteStore journal
+        does; a PostgresStore journal does not yet)."""
+        return hasattr(self._journal, "purge")
+
     def _scrub_index(self, scope: str) -> builtins.list[str]:
         """Rebuild ``scope``'s collection, then vacuum the embedded folder's sqlite and remove
         orphaned segment folders; return what was done."""

@@ -487,10 +487,11 @@ def case_provenance(h: Harness) -> None:
 def case_purge(h: Harness) -> None:
     """A store with ``purge`` (docs/contract.md#purge-erasing-an-entry-for-good): every record
     of the entry is redacted, numbering and chains kept, one ``purged`` record names the reason;
-    other entries untouched; a store without ``purge`` (an older third-party one) passes."""
+    other entries untouched; a store without ``purge``, or whose ``can_purge`` is false (a
+    ChromaStore over a journal that cannot purge), passes."""
     with h.store() as st:
         purge = getattr(st, "purge", None)
-        if purge is None:
+        if purge is None or not getattr(st, "can_purge", True):
             return
         st.put(Entry("user", "keep", "kept words"))
         st.put(Entry("user", "secret", "alpha secret words"))
