@@ -14,8 +14,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
+import psycopg
 import pytest
 from click.testing import CliRunner
+from pg_cluster import Cluster
 
 from agentmemory import ChromaStore, Entry, InvalidEntryError, MemStore, SqliteStore, lost_updates
 from agentmemory.cli import main
@@ -230,3 +232,44 @@ def test_cli_purge_prints_the_receipt(tmp_path: Path) -> None:
     with SqliteStore(path / "journal.sqlite3") as st:
         assert list(st.journal())[-1].entry.content == "GDPR request 17"
     assert scan(tmp_path) == []
+
+
+def _table_file_hits(cluster: Cluster, dsn: str) -> list[str]:
+    """Needles found in the files of every table, index and TOAST relation of ``dsn``'s
+    database, after a CHECKPOINT has written their pages."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("CHECKPOINT")
+        paths = [
+            str(r[0])
+            for r in conn.execute(
+                "SELECT pg_relation_filepath(c.oid) FROM pg_class c"
+                " JOIN pg_namespace n ON n.oid = c.relnamespace"
+                " WHERE n.nspname IN ('public', 'pg_toast')"
+                " AND pg_relation_filepath(c.oid) IS NOT NULL"
+            )
+        ]
+    data = cluster.folder / "data"
+    files = [p for rel in paths for p in data.glob(rel + "*") if p.is_file()]
+    assert files
+    return [f"{p.name}: {n}" for p in files for n, b in _needles().items() if b in p.read_bytes()]
+
+
+def test_postgres_purge_leaves_no_copy_in_the_tables_files(pg_cluster: Cluster) -> None:
+    from agentmemory.postgres_store import PostgresStore
+
+    dsn = pg_cluster.create_database()
+    with PostgresStore(dsn) as st:
+        others = write_history(st)
+        assert _table_file_hits(pg_cluster, dsn), "the secret must be in the files first"
+        before = list(st.journal())
+        receipt = st.purge("user", "address", reason="user asked for erasure")
+        assert receipt.redacted == tuple(c.seq for c in before if c.entry.name == "address")
+        assert st.verify_erased("user", "address").erased
+        assert st.search(["user"], SECRET) == [] and st.recall(SECRET, scopes=["user"]) == []
+        for name, content in others.items():
+            scope = "project" if name == "editor" else "user"
+            assert st.get(scope, name).content == content
+        journal = list(st.journal())
+        assert [c.seq for c in journal] == list(range(1, len(before) + 2))
+        assert journal[-1].source == SOURCE_PURGED and lost_updates(st) == []
+    assert _table_file_hits(pg_cluster, dsn) == []
