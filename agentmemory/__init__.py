@@ -15,6 +15,7 @@ from recallers import Hit
 
 from .chroma_store import ChromaStore, IndexReport
 from .entries import META_DESCRIPTION, SOURCE_RECONCILED, Change, Entry, content_hash
+from .erasure import ErasureCheck, PurgeReceipt, purge_session
 from .errors import (
     AgentMemoryError,
     BudgetError,
@@ -150,6 +151,7 @@ __all__ = [
     "EmptyQueryError",
     "Entry",
     "EntryTooLargeError",
+    "ErasureCheck",
     "FileStore",
     "Hit",
     "ImportIncompleteError",
@@ -173,6 +175,7 @@ __all__ = [
     "NotFoundError",
     "Part",
     "Provenance",
+    "PurgeReceipt",
     "RecallModeError",
     "RecalledEntry",
     "RecalledManifest",
@@ -205,6 +208,7 @@ __all__ = [
     "open_store",
     "part_id",
     "provenance",
+    "purge_session",
     "recall_part",
     "render",
     "render_parts",

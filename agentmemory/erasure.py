@@ -9,9 +9,10 @@ records and derived copies, and returns a :class:`PurgeReceipt`; ``verify_erased
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Protocol
 
 from .entries import REDACTED, SOURCE_PURGED, Change, Entry, content_hash, utf8_len
 from .errors import InvalidEntryError
@@ -25,6 +26,7 @@ __all__ = [
     "PurgeReceipt",
     "check_purge",
     "purge_record",
+    "purge_session",
     "redact_history",
 ]
 
@@ -204,3 +206,60 @@ class ErasureCheck:
         lines = [head] + [f"looked: {w}" for w in self.looked]
         lines += [f"found: {w}" for w in self.found]
         return "\n".join(lines)
+
+
+class _Purges(Protocol):
+    def journal(self, after: int = 0) -> Iterator[Change]: ...
+
+    def purge(
+        self, scope: str, name: str, *, reason: str, session: str | None = None
+    ) -> PurgeReceipt: ...
+
+
+def purge_session(
+    store: _Purges,
+    session_id: str,
+    scopes: Sequence[str],
+    *,
+    reason: str = "",
+    by: str | None = None,
+) -> list[PurgeReceipt]:
+    """Purge every entry of ``scopes`` that session ``session_id`` wrote (any journal record
+    with that ``session``), whole: all its versions, including those other sessions wrote on
+    top (they may repeat what it said). Returns one receipt per entry, in journal order of
+    their first record by the session; ``[]`` when it wrote nothing there. ``reason`` defaults
+    to ``"purge of session <id>"``; ``by`` is the purging session recorded.
+    docs/contract.md#purge-erasing-an-entry-for-good
+
+    Raises:
+        InvalidEntryError: ``session_id`` empty or not a ``str`` (field ``"session"``);
+            ``scopes`` a ``str``, empty, holding a name that is not kebab-case, or a scope the
+            journal has no record in (field ``"scope"``). Nothing is purged then.
+        StoreLockedError and the store's other write errors: from the purge that failed;
+            the receipts of those before it are lost with the exception, but they are done.
+    """
+    if not isinstance(session_id, str) or not session_id:
+        raise InvalidEntryError(
+            f"session is {session_id!r}; give the id of the session to purge", field="session"
+        )
+    if isinstance(scopes, str) or not scopes:
+        raise InvalidEntryError(
+            f"scopes is {scopes!r}; give a non-empty list of the scopes to purge in",
+            field="scope",
+        )
+    wanted = [check_scope(s) for s in scopes]
+    seen_scopes: set[str] = set()
+    keys: dict[tuple[str, str], None] = {}
+    for c in store.journal():
+        seen_scopes.add(c.entry.scope)
+        if c.session == session_id and c.entry.scope in wanted and c.source != SOURCE_PURGED:
+            keys.setdefault((c.entry.scope, c.entry.name), None)
+    unknown = [s for s in wanted if s not in seen_scopes]
+    if unknown:
+        raise InvalidEntryError(
+            f"scopes {', '.join(unknown)} have no record in the journal; name scopes the store "
+            "holds",
+            field="scope",
+        )
+    text = reason or f"purge of session {session_id}"
+    return [store.purge(s, n, reason=text, session=by) for s, n in keys]

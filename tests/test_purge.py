@@ -19,7 +19,15 @@ import pytest
 from click.testing import CliRunner
 from pg_cluster import Cluster
 
-from agentmemory import ChromaStore, Entry, InvalidEntryError, MemStore, SqliteStore, lost_updates
+from agentmemory import (
+    ChromaStore,
+    Entry,
+    InvalidEntryError,
+    MemStore,
+    SqliteStore,
+    lost_updates,
+    purge_session,
+)
 from agentmemory.cli import main
 from agentmemory.entries import REDACTED, SOURCE_PURGED
 from embedders import HashingEmbedder
@@ -273,3 +281,24 @@ def test_postgres_purge_leaves_no_copy_in_the_tables_files(pg_cluster: Cluster) 
         assert [c.seq for c in journal] == list(range(1, len(before) + 2))
         assert journal[-1].source == SOURCE_PURGED and lost_updates(st) == []
     assert _table_file_hits(pg_cluster, dsn) == []
+
+
+def test_purge_session_purges_what_one_session_wrote_in_the_allowed_scopes(tmp_path: Path) -> None:
+    with SqliteStore(tmp_path / "j.sqlite3") as st:
+        st.put(Entry("user", "mine", f"a {SECRET}"), session="leaky")
+        st.put(Entry("user", "mine", f"b {SECRET}"), session="other")
+        st.put(Entry("user", "theirs", "kept"), session="other")
+        st.put(Entry("project", "mine-too", f"c {SECRET}"), session="leaky")
+        receipts = purge_session(st, "leaky", ["user"], by="admin")
+        assert [(r.scope, r.name) for r in receipts] == [("user", "mine")]
+        assert receipts[0].redacted == (1, 2, 5) and receipts[0].reason == "purge of session leaky"
+        assert st.get("user", "theirs").content == "kept"
+        assert st.get("project", "mine-too").content == f"c {SECRET}"  # scope not allowed
+        assert st.verify_erased("user", "mine").erased
+        for scopes in ([], "user", ["no-such-scope"], ["Bad"]):
+            with pytest.raises(InvalidEntryError) as err:
+                purge_session(st, "leaky", scopes)  # type: ignore[arg-type]
+            assert err.value.field == "scope"
+        with pytest.raises(InvalidEntryError):
+            purge_session(st, "", ["user"])
+        assert purge_session(st, "nobody", ["user"]) == []
