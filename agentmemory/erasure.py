@@ -59,7 +59,8 @@ def redact_history(records: Sequence[Change]) -> list[Change]:
     leaving out those already redacted and earlier purge records.
 
     Each returned record keeps ``seq``, scope, name, ``updated``, ``deleted``, ``session``,
-    ``source`` and ``at``; its content becomes :data:`~agentmemory.entries.REDACTED`, its meta
+    ``source``, ``at``, ``message`` and ``tool``; its provenance ``reason`` (free text, which
+    may repeat the content) becomes :data:`~agentmemory.entries.REDACTED` when set; its content becomes :data:`~agentmemory.entries.REDACTED`, its meta
     ``None``, and each hash (``entry.hash``, ``prev``, ``replaced``) ``redacted:<n>``, ``n``
     numbering the distinct hashes of the entry's history from 1 in order of first appearance.
     The mapping is one to one, so ``prev``/``replaced`` chains and
@@ -106,6 +107,9 @@ def redact_history(records: Sequence[Change]) -> list[Change]:
                 session=c.session,
                 source=c.source,
                 at=c.at,
+                message=c.message,
+                tool=c.tool,
+                reason=REDACTED if c.reason else "",
             )
         )
     return out
@@ -124,7 +128,7 @@ def purge_record(
     """The record a purge appends: ``source == "purged"``, a deleted entry whose content is
     ``reason``, meta ``{"redacted": "<seqs of the records redacted, space separated>"}`` (or
     ``{"redacted": "none"}``), ``prev == replaced == ""`` (the entry is not live), ``session``
-    the purging session (``agentmemory.session`` when ``None``)."""
+    the purging session (``agentmemory.session`` when ``None``), ``reason`` the reason too."""
     text = " ".join(str(s) for s in redacted) or "none"
     return Change(
         seq=seq,
@@ -140,6 +144,7 @@ def purge_record(
         session=current_session(session),
         source=SOURCE_PURGED,
         at=now,
+        reason=reason,
     )
 
 

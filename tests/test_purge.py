@@ -26,6 +26,7 @@ from agentmemory import (
     MemStore,
     SqliteStore,
     lost_updates,
+    provenance,
     purge_session,
 )
 from agentmemory.cli import main
@@ -70,7 +71,8 @@ def write_history(st: MemStore | SqliteStore | ChromaStore) -> dict[str, str]:
     others = {"tea": "Likes green tea", "editor": "Uses vim for Go"}
     st.put(Entry("user", "tea", others["tea"]))
     for i, text in enumerate(VERSIONS):
-        st.put(Entry("user", "address", text))
+        with provenance(message=f"m-{i}", tool="memory_save", reason=f"user said {SECRET}"):
+            st.put(Entry("user", "address", text))
         st.put(Entry("user", f"between-{i}", f"Meeting note {i} about the garden"))
         others[f"between-{i}"] = f"Meeting note {i} about the garden"
     st.put(Entry("project", "editor", others["editor"]))
@@ -123,6 +125,8 @@ def test_purge_leaves_no_copy(kind: str, tmp_path: Path) -> None:
     for old, new in zip(before, journal, strict=False):
         if old.entry.name == "address":
             assert new.entry.content == REDACTED and new.at == old.at and new.session == old.session
+            assert new.message == old.message and new.tool == old.tool
+            assert (new.reason == REDACTED) == bool(old.reason)
         else:
             assert new == old
     assert journal[-1].source == SOURCE_PURGED and journal[-1].session == "admin"
