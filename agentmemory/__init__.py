@@ -15,6 +15,7 @@ from recallers import Hit
 
 from .chroma_store import ChromaStore, IndexReport
 from .entries import META_DESCRIPTION, SOURCE_RECONCILED, Change, Entry, content_hash
+from .erasure import ErasureCheck, PurgeReceipt, purge_session
 from .errors import (
     AgentMemoryError,
     BudgetError,
@@ -156,6 +157,7 @@ __all__ = [
     "EmptyQueryError",
     "Entry",
     "EntryTooLargeError",
+    "ErasureCheck",
     "FileStore",
     "Hit",
     "ImportIncompleteError",
@@ -181,6 +183,7 @@ __all__ = [
     "NotFoundError",
     "Part",
     "Provenance",
+    "PurgeReceipt",
     "RecallModeError",
     "RecalledEntry",
     "RecalledManifest",
@@ -215,6 +218,7 @@ __all__ = [
     "open_store",
     "part_id",
     "provenance",
+    "purge_session",
     "recall_part",
     "render",
     "render_parts",

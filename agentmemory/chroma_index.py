@@ -226,6 +226,36 @@ class ChromaIndex:
         except _not_found():
             pass
 
+    def rebuild(self, scope: str) -> int:
+        """Copy ``scope``'s vectors (ids, ``(dim,)`` float32 embeddings, metadata) out, drop the
+        collection and write them into a new one; return how many were copied (0, and nothing
+        done, when the scope has no collection). Chroma keeps a deleted vector in its segment
+        files and its write log until the collection goes; this is how a purge removes it
+        (docs/storage.md#purge-and-the-files). A process killed between the drop and the
+        writes leaves the scope's vectors missing; ``ChromaStore.repair`` embeds them again.
+        """
+
+        def fetch(col: Any) -> Any:
+            return col.get(include=["embeddings", "metadatas"])
+
+        got = self._run(scope, fetch, create=False)
+        if got is None:
+            return 0
+        rows = [
+            IndexRow(
+                name=_entry_name(vid),
+                hash=str((meta or {}).get("hash", "")),
+                text_hash=str((meta or {}).get("text_hash", "")),
+                vector=np.asarray(vec, dtype=np.float32),
+            )
+            for vid, vec, meta in zip(got["ids"], got["embeddings"], got["metadatas"], strict=True)
+        ]
+        self.drop(scope)
+        step = max(1, self.max_batch_size())
+        for start in range(0, len(rows), step):
+            self.upsert(scope, rows[start : start + step])
+        return len(rows)
+
     # -- reads -------------------------------------------------------------------------------
 
     def held(self, scope: str, names: Sequence[str]) -> dict[str, str]:

@@ -27,8 +27,12 @@ from __future__ import annotations
 import builtins
 import logging
 import os
+import re
+import shutil
+import sqlite3
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import suppress
 from dataclasses import replace
 from datetime import date, datetime
 from pathlib import Path
@@ -58,6 +62,7 @@ from .chroma_registry import (
     open_folder,
 )
 from .entries import Change, Entry
+from .erasure import ErasureCheck, PurgeReceipt, check_purge
 from .errors import (
     AgentMemoryError,
     ChromaServerError,
@@ -104,6 +109,65 @@ write whose index update failed) before a write replays the gap itself."""
 _STATE_NS = "chroma-index"
 
 _Key = tuple[str, str]
+
+
+_SEGMENT_DIR = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def _orphans(folder: Path, conn: sqlite3.Connection) -> builtins.list[Path]:
+    """Segment folders (UUID names) under ``folder`` that ``segments`` no longer lists."""
+    known = {str(r[0]) for r in conn.execute("SELECT id FROM segments")}
+    return [
+        p
+        for p in folder.iterdir()
+        if p.is_dir() and _SEGMENT_DIR.fullmatch(p.name) and p.name not in known
+    ]
+
+
+def _scrub_chroma_folder(folder: Path) -> builtins.list[str]:
+    """Vacuum ``folder/chroma.sqlite3`` with ``secure_delete``, truncate its WAL, and remove the
+    segment folders of dropped collections; return what was done."""
+    db = folder / "chroma.sqlite3"
+    if not db.exists():
+        return []
+    conn = sqlite3.connect(str(db), isolation_level=None, timeout=DEFAULT_BUSY_TIMEOUT_S)
+    try:
+        conn.execute("PRAGMA secure_delete = ON")
+        conn.execute("VACUUM")
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        orphans = _orphans(folder, conn)
+    finally:
+        conn.close()
+    for p in orphans:
+        shutil.rmtree(p, ignore_errors=True)
+    out = [f"{folder.name}/chroma.sqlite3: vacuumed, WAL truncated"]
+    if orphans:
+        out.append(f"{folder.name}/: {len(orphans)} segment folders of dropped collections removed")
+    return out
+
+
+def _chroma_copies(folder: Path, vid: str) -> builtins.list[str]:
+    """What ``folder``'s Chroma files still hold for vector id ``vid``."""
+    db = folder / "chroma.sqlite3"
+    if not db.exists():
+        return []
+    found: builtins.list[str] = []
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=DEFAULT_BUSY_TIMEOUT_S)
+    try:
+        for table, column in (("embeddings", "embedding_id"), ("embeddings_queue", "id")):
+            with suppress(sqlite3.OperationalError):  # a Chroma version without the table
+                n = conn.execute(f"SELECT COUNT(*) FROM {table} WHERE {column} = ?", (vid,))
+                if int(n.fetchone()[0]):
+                    found.append(f"chroma.sqlite3 {table} rows for {vid}")
+        free = int(conn.execute("PRAGMA freelist_count").fetchone()[0])
+        if free:
+            found.append(f"chroma.sqlite3: {free} free pages that may hold old bytes")
+        orphans = _orphans(folder, conn)
+        if orphans:
+            found.append(f"{len(orphans)} segment folders of dropped collections")
+    finally:
+        conn.close()
+    return found
 
 
 class ChromaStoreOptions(TypedDict, total=False):
@@ -383,6 +447,7 @@ class ChromaStore:
             # a reader on a server leaves indexing to the writers (docs/storage.md#reads-do-not-write)
             self._check_lost()
             self._replay()
+        self._finish_purge()
 
     def _sibling_embedder_key(self) -> str:
         """The embedder state key of this folder's other kind of index (embedded or client)."""
@@ -784,6 +849,129 @@ class ChromaStore:
             self._mark_applied(c.seq for c in records)
 
     # -- the index cursor --------------------------------------------------------------------
+
+    # -- purge (docs/contract.md#purge-erasing-an-entry-for-good) ----------------------------
+
+    def purge(
+        self, scope: str, name: str, *, reason: str, session: str | None = None
+    ) -> PurgeReceipt:
+        """Erase every content ``scope/name`` ever held, from the journal and the index.
+
+        The journal purge is :meth:`agentmemory.SqliteStore.purge` (tombstone when live,
+        records redacted, lexical row removed, ``purged`` record, file vacuumed and its WAL
+        truncated). Then the entry's vector is deleted and the scope's collection rebuilt
+        (Chroma keeps deleted vectors in its segment files and write log until the collection
+        goes), and, for an embedded folder, ``chroma.sqlite3`` is vacuumed with
+        ``secure_delete`` and segment folders of dropped collections are removed
+        (docs/storage.md#purge-and-the-files). The scope is recorded as pending in the journal's
+        state first, so a process killed midway has the next open finish the index part.
+
+        Raises:
+            InvalidEntryError: ``scope`` or ``name`` not kebab-case, ``reason`` blank or over
+                1024 bytes; nothing is written.
+            NotFoundError: the journal has no record of ``scope/name``.
+            StoreLockedError: another writer held the journal past ``busy_timeout_s``.
+        """
+        self._check_open()
+        check_purge(scope, name, reason)
+        pending = self._state_keys["cursor"].rpartition(":")[0] + ":purge"
+        journal_purge = getattr(self._journal, "purge", None)
+        if journal_purge is None:
+            raise AgentMemoryError(
+                f"agentmemory: store {self._where}: its journal ({type(self._journal).__name__}) "
+                "cannot purge yet; only a SqliteStore journal can"
+            )
+        self._journal.set_state(pending, scope)
+        receipt: PurgeReceipt = journal_purge(scope, name, reason=reason, session=session)
+        vectors = len(self._index.held(scope, [name]))
+        written = [c for c in (receipt.tombstone, receipt.record) if c is not None]
+        self._after_commit(written)
+        rewritten = self._scrub_index(scope)
+        self._journal.set_state(pending, "")
+        return PurgeReceipt(
+            scope=receipt.scope,
+            name=receipt.name,
+            reason=receipt.reason,
+            record=receipt.record,
+            tombstone=receipt.tombstone,
+            redacted=receipt.redacted,
+            index_rows=receipt.index_rows,
+            vectors=vectors,
+            rewritten=(*receipt.rewritten, *rewritten),
+        )
+
+    @property
+    def can_purge(self) -> bool:
+        """Whether :meth:`purge` works here: the journal has a purge (a SqliteStore journal
+        does; a PostgresStore journal does not yet)."""
+        return hasattr(self._journal, "purge")
+
+    def _scrub_index(self, scope: str) -> builtins.list[str]:
+        """Rebuild ``scope``'s collection, then vacuum the embedded folder's sqlite and remove
+        orphaned segment folders; return what was done."""
+        shared = self._shared_index()
+        with shared.write_lock:
+            kept = self._index.rebuild(scope)
+            out = [f"Chroma collection {self.collection_name(scope)} rebuilt ({kept} vectors)"]
+            if not self._embedded:
+                out.append("Chroma server: its files are not reachable from this process")
+                return out
+            assert self._dir is not None  # an embedded index has a folder
+            out += _scrub_chroma_folder(self._dir / CHROMA_FOLDER)
+        return out
+
+    def _finish_purge(self) -> None:
+        """Finish the index part of a purge a killed process left (the journal part finished
+        or rolled back when the journal opened)."""
+        pending = self._state_keys["cursor"].rpartition(":")[0] + ":purge"
+        scope = self._journal.get_state(pending)
+        if not scope:
+            return
+        self._scrub_index(scope)
+        report = self.repair()
+        self._journal.set_state(pending, "")
+        logger.warning(
+            "agentmemory: store %s: finished the index part of an interrupted purge in scope "
+            "%s (collection rebuilt, %s)",
+            self._dir,
+            scope,
+            "index in step" if report.ok else str(report),
+        )
+
+    @property
+    def recovery(self) -> str | None:
+        """What opening the journal did about an interrupted purge (see
+        :attr:`agentmemory.SqliteStore.recovery`), or ``None``."""
+        found = getattr(self._journal, "recovery", None)
+        return found if isinstance(found, str) else None
+
+    def verify_erased(self, scope: str, name: str) -> ErasureCheck:
+        """Check that no copy of ``scope/name``'s content remains: the journal's places
+        (:meth:`agentmemory.SqliteStore.verify_erased`), the entry's vector, and for an
+        embedded folder ``chroma.sqlite3``'s rows for the vector id (embeddings, write log),
+        its free pages, and segment folders of dropped collections."""
+        self._check_open()
+        journal_check = getattr(self._journal, "verify_erased", None)
+        if journal_check is None:
+            raise AgentMemoryError(
+                f"agentmemory: store {self._where}: its journal ({type(self._journal).__name__}) "
+                "cannot check erasure yet; only a SqliteStore journal can"
+            )
+        base: ErasureCheck = journal_check(scope, name)
+        looked = [*base.looked, f"vector of {scope}/{name} in {self.collection_name(scope)}"]
+        found = list(base.found)
+        if self._index.held(scope, [name]):
+            found.append("a vector in the index")
+        if self._embedded:
+            assert self._dir is not None
+            folder = self._dir / CHROMA_FOLDER
+            looked += [
+                f"{folder.name}/chroma.sqlite3 rows for {scope}/{name} (embeddings, "
+                "embeddings_queue) and free pages",
+                f"segment folders under {folder.name}/ not in its segments table",
+            ]
+            found += _chroma_copies(folder, f"{scope}/{name}")
+        return ErasureCheck(scope, name, tuple(looked), tuple(found))
 
     def _mark_applied(self, seqs: Iterable[int]) -> None:
         """Record ``seqs`` as applied; when the cursor advanced, hand it to the journal to

@@ -762,6 +762,36 @@ def forget_command(
     click.echo(f"forgot {change.entry.key} (journal seq {change.seq})")
 
 
+@main.command("purge", short_help="Erase an entry for good, every version (with a receipt).")
+@click.argument("key")
+@click.option("--reason", required=True, help="Why it is erased; recorded in the journal.")
+@_session_option
+@_path_option
+@_embedder_option
+def purge_command(
+    key: str, reason: str, session_id: str | None, path: Path | None, embedder_name: str | None
+) -> None:
+    """Purge the entry KEY (SCOPE/NAME): tombstone it if live, replace the content and hashes of
+    every journal record it has, drop it from both indexes, rewrite the files, and print the
+    receipt and what verify_erased found (docs/contract.md#purge-erasing-an-entry-for-good).
+
+    The memory tools cannot purge; only this command and the library can.
+    """
+    from .errors import NotFoundError
+
+    scope, name = _parse_key(key)
+    with _open_index(path, embedder_name, create=False) as store:
+        purge = getattr(store, "purge", None)
+        if purge is None:
+            raise CliError(f"a {type(store).__name__} cannot purge yet; open a sqlite store")
+        try:
+            receipt = purge(scope, name, reason=reason, session=session_id)
+        except NotFoundError as exc:
+            raise CliError(str(exc)) from None
+        click.echo(str(receipt))
+        click.echo(str(getattr(store, "verify_erased")(scope, name)))  # noqa: B009
+
+
 # --- search and render ----------------------------------------------------------------------
 
 

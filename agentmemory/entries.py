@@ -17,6 +17,8 @@ from datetime import datetime
 
 __all__ = [
     "META_DESCRIPTION",
+    "REDACTED",
+    "SOURCE_PURGED",
     "SOURCE_RECONCILED",
     "Change",
     "Entry",
@@ -29,6 +31,14 @@ META_DESCRIPTION = "description"
 
 SOURCE_RECONCILED = "reconciled"
 """``Change.source`` of a state the store found rather than wrote."""
+
+SOURCE_PURGED = "purged"
+"""``Change.source`` of the record a purge appends: its entry's content is the reason given
+(docs/contract.md#purge-erasing-an-entry-for-good)."""
+
+REDACTED = "[redacted]"
+"""The content a purge leaves in each journal record of the entry it erased; those records'
+hashes become ``redacted:<n>`` (docs/contract.md#purge-erasing-an-entry-for-good)."""
 
 
 def utf8_len(text: str) -> int:
@@ -142,6 +152,11 @@ class Change:
     tool: str = ""
     reason: str = ""
     note: str = field(default="", compare=False)
+
+    @property
+    def redacted(self) -> bool:
+        """Whether a purge replaced this record's content (its hash starts ``redacted:``)."""
+        return self.entry.hash.startswith("redacted:")
 
     def copy(self) -> Change:
         """Return a copy that shares no mutable state (its entry's meta is a new dict)."""

@@ -10,7 +10,8 @@ from typing import Self
 
 from recallers import DEFAULT_TOKENIZER, BM25Index, BM25Recaller, Hit, Tokenizer
 
-from .entries import Change, Entry
+from .entries import REDACTED, SOURCE_PURGED, Change, Entry
+from .erasure import ErasureCheck, PurgeReceipt, check_purge, purge_record, redact_history
 from .errors import NotFoundError
 from .rules import DEFAULT_MAX_ENTRY_BYTES, check_scope
 from .store import plan_forget, plan_put, recall_entries, search_entries
@@ -137,6 +138,72 @@ class MemStore:
             self._lexicon.remove(scope, name)
             self._naming.pop((scope, name), None)
             return change.copy()
+
+    def purge(
+        self, scope: str, name: str, *, reason: str, session: str | None = None
+    ) -> PurgeReceipt:
+        """Erase every content ``scope/name`` ever held (docs/contract.md#purge-erasing-an-entry-for-good):
+        tombstone it when live, redact its journal records, drop it from the lexical index,
+        append the ``purged`` record; all under the store's lock.
+
+        Raises:
+            InvalidEntryError: ``scope`` or ``name`` not kebab-case, ``reason`` blank or over
+                1024 bytes; nothing is written.
+            NotFoundError: the journal has no record of ``scope/name``.
+        """
+        check_purge(scope, name, reason)
+        with self._lock:
+            mine = [c for c in self._journal if c.entry.scope == scope and c.entry.name == name]
+            if not mine:
+                raise NotFoundError(scope, name)
+            tomb = None
+            rows = 1 if (scope, name) in self._live else 0
+            if rows:
+                tomb = self.forget(scope, name, session=session)
+                mine.append(self._journal[-1])
+            redacted = redact_history(mine)
+            for c in redacted:
+                self._journal[c.seq - 1] = c
+            record = purge_record(
+                scope,
+                name,
+                seq=len(self._journal) + 1,
+                now=self._now(),
+                reason=reason,
+                redacted=[c.seq for c in redacted],
+                session=session,
+            )
+            self._journal.append(record)
+            return PurgeReceipt(
+                scope=scope,
+                name=name,
+                reason=reason,
+                record=record.copy(),
+                tombstone=tomb,
+                redacted=tuple(c.seq for c in redacted),
+                index_rows=rows,
+            )
+
+    def verify_erased(self, scope: str, name: str) -> ErasureCheck:
+        """Check that no copy of ``scope/name``'s content remains: its journal records (each
+        redacted or a ``purged`` record), the live entries and the lexical index."""
+        check_scope(scope)
+        found: builtins.list[str] = []
+        with self._lock:
+            mine = [c for c in self._journal if c.entry.scope == scope and c.entry.name == name]
+            kept = [
+                c.seq
+                for c in mine
+                if c.source != SOURCE_PURGED and not (c.redacted and c.entry.content == REDACTED)
+            ]
+            if kept:
+                found.append(f"journal records {' '.join(map(str, kept))} keep their content")
+            if mine and not any(c.source == SOURCE_PURGED for c in mine):
+                found.append("no purged record in the journal")
+            if (scope, name) in self._live:
+                found.append("a live entry")
+        looked = (f"journal records of {scope}/{name}", "live entries", "lexical index")
+        return ErasureCheck(scope, name, looked, tuple(found))
 
     def search(self, scopes: Sequence[str], query: str, limit: int = 0) -> builtins.list[Entry]:
         """Live entries matching ``query`` by :func:`agentmemory.matches`, scopes in the order

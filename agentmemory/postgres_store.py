@@ -47,7 +47,8 @@ from psycopg.conninfo import conninfo_to_dict
 from recallers import DEFAULT_TOKENIZER, TOKENIZER_STATE_KEY, BM25Recaller, Hit, Tokenizer
 from recallers.pg_bm25 import PG_LEXICAL_TABLES, TOP_KEYS_SQL, PgBM25Index, create_pg_tables
 
-from .entries import Change, Entry
+from .entries import REDACTED, SOURCE_PURGED, Change, Entry
+from .erasure import ErasureCheck, PurgeReceipt, check_purge, purge_record, redact_history
 from .errors import (
     AgentMemoryError,
     NotFoundError,
@@ -777,6 +778,129 @@ class PostgresStore:
 
         (change,) = self._write_changes(f"the forget of {scope}/{name}", run)
         return change.copy()
+
+    # -- purge (docs/contract.md#purge-erasing-an-entry-for-good) -----------------------------
+
+    def purge(
+        self, scope: str, name: str, *, reason: str, session: str | None = None
+    ) -> PurgeReceipt:
+        """Erase every content ``scope/name`` ever held from this store's tables.
+
+        One transaction (under the counter lock, as every write) tombstones the entry when it
+        is live, replaces the content, meta and hashes of each of its journal records, removes
+        it from the lexical index and appends the ``purged`` record naming ``reason``. Then
+        ``VACUUM FULL`` rewrites the store's tables, so their files hold no dead copy. The
+        server's write-ahead log, replicas and backups are out of this client's reach
+        (docs/storage.md#purge-and-the-files).
+
+        Raises:
+            InvalidEntryError: ``scope`` or ``name`` not kebab-case, ``reason`` blank or over
+                1024 bytes; nothing is written.
+            NotFoundError: the journal has no record of ``scope/name``.
+            StoreLockedError, StoreUnavailableError: as for :meth:`put`; nothing is written.
+        """
+        check_purge(scope, name, reason)
+        done: dict[str, Any] = {}
+
+        def run(conn: Conn) -> list[Change]:
+            seq, last_at, live = self._lock_and_read(conn, [(scope, name)])
+            rows = conn.execute(
+                "SELECT seq, line FROM memory_journal WHERE scope = %s AND name = %s ORDER BY seq",
+                (scope, name),
+            ).fetchall()
+            if not rows:
+                raise NotFoundError(scope, name)
+            records = [decode_change(str(line), seq=int(s)) for s, line in rows]
+            now = self._now(last_at)
+            stored = live.get((scope, name))
+            out: list[Change] = []
+            if stored is not None:
+                tomb = plan_forget(stored, seq=seq + 1, now=now, session=session)
+                out.append(tomb)
+                records.append(tomb)
+                seq += 1
+            redacted = redact_history(records)
+            record = purge_record(
+                scope,
+                name,
+                seq=seq + 1,
+                now=now,
+                reason=reason,
+                redacted=[c.seq for c in redacted],
+                session=session,
+            )
+            out.append(record)
+            self._queue(conn, out)
+            conn.execute(
+                "UPDATE memory_journal AS j SET line = k.l"
+                " FROM unnest(%s::bigint[], %s::text[]) AS k(s, l) WHERE j.seq = k.s",
+                ([c.seq for c in redacted], [encode_change(c) for c in redacted]),
+            )
+            done.update(tomb=out[0] if stored is not None else None, redacted=redacted)
+            return [record]  # its line is not rewritten: the commit check reads it back
+
+        (record,) = self._write_changes(f"the purge of {scope}/{name}", run)
+        tables = ["memory_journal", "memory_entries", *PG_LEXICAL_TABLES]
+        with self._wlock:
+            conn = self._conn("writer")
+            conn.execute("VACUUM FULL " + ", ".join(tables))
+        tomb = done["tomb"]
+        return PurgeReceipt(
+            scope=scope,
+            name=name,
+            reason=reason,
+            record=record.copy(),
+            tombstone=None if tomb is None else tomb.copy(),
+            redacted=tuple(c.seq for c in done["redacted"]),
+            index_rows=0 if tomb is None else 1,
+            rewritten=(
+                f"VACUUM FULL {', '.join(tables)}; the server's WAL and backups are out of reach",
+            ),
+        )
+
+    def verify_erased(self, scope: str, name: str) -> ErasureCheck:
+        """Check that no row of this store's tables keeps ``scope/name``'s content: its journal
+        records (each redacted, or a ``purged`` record), the live entries and the lexical
+        index's documents. The server's files are not looked at."""
+        check_scope(scope)
+        found: builtins.list[str] = []
+        kept: builtins.list[int] = []
+        purged = False
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT seq, line FROM memory_journal WHERE scope = %s AND name = %s ORDER BY seq",
+                (scope, name),
+            ).fetchall()
+            live = conn.execute(
+                "SELECT 1 FROM memory_entries WHERE scope = %s AND name = %s", (scope, name)
+            ).fetchone()
+        for seq, line in rows:
+            c = decode_change(str(line), seq=int(seq))
+            if c.source == SOURCE_PURGED:
+                purged = True
+            elif not (c.redacted and c.entry.content == REDACTED and not c.entry.meta):
+                kept.append(int(seq))
+        if kept:
+            found.append(f"journal records {' '.join(map(str, kept))} keep their content")
+        if rows and not purged:
+            found.append("no purged record in the journal")
+        if live is not None:
+            found.append("a live entry")
+        if self._lexicon_holds(scope, name):
+            found.append("a lexical index row")
+        looked = (
+            f"journal records of {scope}/{name}",
+            "live entries (memory_entries)",
+            "lexical index",
+        )
+        return ErasureCheck(scope, name, looked, tuple(found))
+
+    def _lexicon_holds(self, scope: str, name: str) -> bool:
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT 1 FROM memory_lexical_docs WHERE scope = %s AND name = %s", (scope, name)
+            ).fetchone()
+        return row is not None
 
     # -- reads --------------------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from .entries import Change, Entry, content_hash
+from .entries import REDACTED, SOURCE_PURGED, Change, Entry, content_hash
 from .errors import ConflictError, EntryTooLargeError, InvalidEntryError, NotFoundError
 from .journal import lost_updates
 from .session import provenance, session
@@ -484,6 +484,43 @@ def case_provenance(h: Harness) -> None:
             ], got
 
 
+def case_purge(h: Harness) -> None:
+    """A store with ``purge`` (docs/contract.md#purge-erasing-an-entry-for-good): every record
+    of the entry is redacted, numbering and chains kept, one ``purged`` record names the reason;
+    other entries untouched; a store without ``purge``, or whose ``can_purge`` is false (a
+    ChromaStore over a journal that cannot purge), passes."""
+    with h.store() as st:
+        purge = getattr(st, "purge", None)
+        if purge is None or not getattr(st, "can_purge", True):
+            return
+        st.put(Entry("user", "keep", "kept words"))
+        st.put(Entry("user", "secret", "alpha secret words"))
+        st.put(
+            Entry("user", "secret", "beta secret words"), if_hash=content_hash("alpha secret words")
+        )
+        receipt = purge("user", "secret", reason="asked to erase", session="cli")
+        assert receipt.tombstone is not None and receipt.tombstone.seq == 4
+        assert receipt.redacted == (2, 3, 4) and receipt.record.seq == 5
+        _raises(NotFoundError, lambda: st.get("user", "secret"))
+        _raises(InvalidEntryError, lambda: purge("user", "keep", reason="  "))
+        _raises(NotFoundError, lambda: purge("user", "never", reason="why"))
+        js = _journal(st)
+        assert [c.seq for c in js] == [1, 2, 3, 4, 5]
+        for c in js[1:4]:
+            assert c.redacted and c.entry.content == REDACTED and c.entry.meta is None
+            assert "sha256:" not in c.entry.hash + c.prev + c.replaced
+        assert js[2].replaced == js[1].entry.hash and js[3].entry.deleted
+        last = js[4]
+        assert last.source == SOURCE_PURGED and last.entry.content == "asked to erase"
+        assert last.session == "cli" and last.entry.deleted
+        assert lost_updates(st) == []
+        assert (
+            st.search(["user"], "secret") == [] and st.get("user", "keep").content == "kept words"
+        )
+        assert st.verify_erased("user", "secret").erased  # type: ignore[attr-defined]
+        assert not st.verify_erased("user", "keep").erased  # type: ignore[attr-defined]
+
+
 CASES: tuple[Callable[[Harness], None], ...] = (
     case_validation,
     case_put_get_list,
@@ -497,6 +534,7 @@ CASES: tuple[Callable[[Harness], None], ...] = (
     case_persistence,
     case_out_of_date,
     case_provenance,
+    case_purge,
 )
 """Every case: the reference's, in its order, then the out-of-date and provenance rules
 (docs/kinds.md#out-of-date-on-purpose-only, docs/kinds.md#provenance)."""

@@ -24,6 +24,7 @@ OURS_ON_IMPORT = {
     "agentmemory.chroma_registry",
     "agentmemory.chroma_store",
     "agentmemory.entries",
+    "agentmemory.erasure",
     "agentmemory.entry_file",
     "agentmemory.errors",
     "agentmemory.file_store",
