@@ -173,9 +173,9 @@ def run_demo(
     """
     from tqdm import tqdm
 
-    from .chroma_store import ChromaStore
     from .eval.locomo import TurnFormat, load_locomo, turn_entries
     from .eval.metrics import mean, recall_at_k
+    from .store_folder import open_store
     from .tools import tools
 
     started = time.perf_counter()
@@ -204,7 +204,7 @@ def run_demo(
     )
     out(f"store:   {folder}{' (temporary)' if temporary else ''}, embedder {embedder.name}")
     try:
-        with ChromaStore.open(folder, embedder=embedder) as store:
+        with open_store(folder, embedder=embedder, format="sqlite") as store:
             t0 = time.perf_counter()
             with tqdm(
                 total=len(entries),

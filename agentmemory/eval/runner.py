@@ -405,9 +405,11 @@ def _resolve_embedder(spec: str | Embedder | None, max_seq_length: int | None) -
 
 
 def _open_chroma(folder: Path, embedder: Embedder, max_entry_bytes: int) -> Any:
-    from ..chroma_store import ChromaStore
+    """The evaluation store in ``folder``, opened by :func:`agentmemory.open_store` (the one
+    rule for opening a store folder, docs/storage.md#opening-a-store-folder) with ``embedder``."""
+    from ..store_folder import open_store
 
-    return ChromaStore.open(folder, embedder=embedder, max_entry_bytes=max_entry_bytes)
+    return open_store(folder, embedder=embedder, max_entry_bytes=max_entry_bytes, format="sqlite")
 
 
 def _cache_key(parts: Mapping[str, Any], store_factory: StoreFactory | None = None) -> str:
