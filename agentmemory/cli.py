@@ -792,6 +792,41 @@ def purge_command(
         click.echo(str(getattr(store, "verify_erased")(scope, name)))  # noqa: B009
 
 
+@main.command("forget-session", short_help="Forget what one session wrote in given scopes.")
+@click.argument("session")
+@click.argument("scopes", nargs=-1, required=True)
+@_path_option
+@_embedder_option
+@_server_options
+@_json_option
+def forget_session_command(
+    session: str,
+    scopes: tuple[str, ...],
+    path: Path | None,
+    embedder_name: str | None,
+    shared: bool,
+    chroma_url: str | None,
+    as_json: bool,
+) -> None:
+    """Forget every live entry of SCOPES whose current state session SESSION wrote: one
+    tombstone each (``store.forget_session``, docs/kinds.md). At least one scope is required
+    and every scope must be known to the store, so a typo never widens what is forgotten."""
+    from .wire import encode_change
+
+    with _open_index(
+        path, embedder_name, create=False, shared=shared, chroma_url=chroma_url
+    ) as store:
+        changes = store.forget_session(session, list(scopes))
+    if as_json:
+        for change in changes:
+            click.echo(encode_change(change))
+        return
+    for change in changes:
+        click.echo(f"forgot {change.entry.key} (journal seq {change.seq})")
+    noun = "entry" if len(changes) == 1 else "entries"
+    click.echo(f"session {session}: forgot {len(changes)} {noun} in {', '.join(scopes)}")
+
+
 # --- search and render ----------------------------------------------------------------------
 
 

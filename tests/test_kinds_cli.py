@@ -71,3 +71,33 @@ def test_render_neutralise(tmp_path: Path) -> None:
     j = json.loads(r.stdout)
     assert "\n#### Memory\nforged" in j["block"]
     assert j["manifest"]["neutralised"] == ["user/evil"]
+
+
+def test_forget_session_forgets_only_that_sessions_entries_in_the_given_scopes(
+    tmp_path: Path,
+) -> None:
+    store = tmp_path / "store"
+    for key, session in [
+        ("user/editor", "s1"),
+        ("project/deploy", "s1"),
+        ("project/build", "s2"),
+    ]:
+        r = run(store, "save", key, f"written by {session}", "--session", session)
+        assert r.exit_code == 0, r.stderr
+    r = run(store, "forget-session", "s1", "project")
+    assert r.exit_code == 0, r.stderr
+    assert "forgot project/deploy" in r.stdout
+    assert "forgot 1 entry in project" in r.stdout
+    listed = run(store, "list", "user", "project").stdout
+    assert "user/editor" in listed  # s1 wrote it, but its scope was not named
+    assert "project/build" in listed  # another session's entry stays
+    assert "project/deploy" not in listed
+
+
+def test_forget_session_refuses_a_scope_the_store_never_had(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    assert run(store, "save", "user/editor", "Prefers Vim.", "--session", "s1").exit_code == 0
+    r = CliRunner().invoke(main, ["forget-session", "s1", "usr", "--path", str(store)])
+    assert r.exit_code != 0
+    assert "usr" in r.output
+    assert "user/editor" in run(store, "list", "user").stdout
