@@ -27,12 +27,8 @@ from __future__ import annotations
 import builtins
 import logging
 import os
-import re
-import shutil
-import sqlite3
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import suppress
 from dataclasses import replace
 from datetime import date, datetime
 from pathlib import Path
@@ -51,6 +47,7 @@ from recallers import (
     VectorRecaller,
 )
 
+from .chroma_files import chroma_copies, scrub_chroma_folder
 from .chroma_index import DEFAULT_COLLECTION_PREFIX, ChromaIndex, check_prefix
 from .chroma_registry import (
     CHROMA_FOLDER,
@@ -109,65 +106,6 @@ write whose index update failed) before a write replays the gap itself."""
 _STATE_NS = "chroma-index"
 
 _Key = tuple[str, str]
-
-
-_SEGMENT_DIR = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-
-
-def _orphans(folder: Path, conn: sqlite3.Connection) -> builtins.list[Path]:
-    """Segment folders (UUID names) under ``folder`` that ``segments`` no longer lists."""
-    known = {str(r[0]) for r in conn.execute("SELECT id FROM segments")}
-    return [
-        p
-        for p in folder.iterdir()
-        if p.is_dir() and _SEGMENT_DIR.fullmatch(p.name) and p.name not in known
-    ]
-
-
-def _scrub_chroma_folder(folder: Path) -> builtins.list[str]:
-    """Vacuum ``folder/chroma.sqlite3`` with ``secure_delete``, truncate its WAL, and remove the
-    segment folders of dropped collections; return what was done."""
-    db = folder / "chroma.sqlite3"
-    if not db.exists():
-        return []
-    conn = sqlite3.connect(str(db), isolation_level=None, timeout=DEFAULT_BUSY_TIMEOUT_S)
-    try:
-        conn.execute("PRAGMA secure_delete = ON")
-        conn.execute("VACUUM")
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        orphans = _orphans(folder, conn)
-    finally:
-        conn.close()
-    for p in orphans:
-        shutil.rmtree(p, ignore_errors=True)
-    out = [f"{folder.name}/chroma.sqlite3: vacuumed, WAL truncated"]
-    if orphans:
-        out.append(f"{folder.name}/: {len(orphans)} segment folders of dropped collections removed")
-    return out
-
-
-def _chroma_copies(folder: Path, vid: str) -> builtins.list[str]:
-    """What ``folder``'s Chroma files still hold for vector id ``vid``."""
-    db = folder / "chroma.sqlite3"
-    if not db.exists():
-        return []
-    found: builtins.list[str] = []
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=DEFAULT_BUSY_TIMEOUT_S)
-    try:
-        for table, column in (("embeddings", "embedding_id"), ("embeddings_queue", "id")):
-            with suppress(sqlite3.OperationalError):  # a Chroma version without the table
-                n = conn.execute(f"SELECT COUNT(*) FROM {table} WHERE {column} = ?", (vid,))
-                if int(n.fetchone()[0]):
-                    found.append(f"chroma.sqlite3 {table} rows for {vid}")
-        free = int(conn.execute("PRAGMA freelist_count").fetchone()[0])
-        if free:
-            found.append(f"chroma.sqlite3: {free} free pages that may hold old bytes")
-        orphans = _orphans(folder, conn)
-        if orphans:
-            found.append(f"{len(orphans)} segment folders of dropped collections")
-    finally:
-        conn.close()
-    return found
 
 
 class ChromaStoreOptions(TypedDict, total=False):
@@ -917,7 +855,7 @@ class ChromaStore:
                 out.append("Chroma server: its files are not reachable from this process")
                 return out
             assert self._dir is not None  # an embedded index has a folder
-            out += _scrub_chroma_folder(self._dir / CHROMA_FOLDER)
+            out += scrub_chroma_folder(self._dir / CHROMA_FOLDER)
         return out
 
     def _finish_purge(self) -> None:
@@ -970,7 +908,7 @@ class ChromaStore:
                 "embeddings_queue) and free pages",
                 f"segment folders under {folder.name}/ not in its segments table",
             ]
-            found += _chroma_copies(folder, f"{scope}/{name}")
+            found += chroma_copies(folder, f"{scope}/{name}")
         return ErasureCheck(scope, name, tuple(looked), tuple(found))
 
     def _mark_applied(self, seqs: Iterable[int]) -> None:

@@ -20,6 +20,7 @@ PACKAGES = ("agentmemory", "embedders", "recallers", "rerankers")
 OURS_ON_IMPORT = {
     "agentmemory",
     "agentmemory.atomic_write",
+    "agentmemory.chroma_files",
     "agentmemory.chroma_index",
     "agentmemory.chroma_registry",
     "agentmemory.chroma_store",
