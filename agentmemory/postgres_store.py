@@ -1132,7 +1132,9 @@ class PostgresStore:
         The index is written in each write's own transaction, so it is never behind the
         journal. Okapi BM25 (k1 1.2, b 0.75, idf floor 1e-6) over the requested scopes'
         statistics, computed in SQL (``recallers.pg_bm25``); it agrees with rank-bm25 on the
-        same terms.
+        same terms. The query is capped as every lexical leg caps it (its first 4,096 bytes and
+        64 terms, each distinct term sent once with its weight: docs/recall.md#the-lexical-query),
+        so a 1 MB query costs what its capped form costs.
 
         Raises :class:`~agentmemory.InvalidEntryError` for a scope that is not kebab-case.
         """
@@ -1147,7 +1149,7 @@ class PostgresStore:
                 "WITH " + TOP_KEYS_SQL + f" SELECT {', '.join('e.' + c for c in _COLS)}, top.score"
                 " FROM top JOIN memory_entries AS e USING (scope, name)"
                 ' ORDER BY top.score DESC, array_position(%(scopes)s, e.scope), e.name COLLATE "C"',
-                {"terms": terms, "scopes": wanted, "limit": limit},
+                {**self._lexicon.query_params(terms), "scopes": wanted, "limit": limit},
             ).fetchall()
         return [(_row_entry(*r[:6]), float(r[6])) for r in rows]
 

@@ -23,7 +23,9 @@ Scoring: Okapi BM25 with ``k1 = 1.2``, ``b = 0.75`` and the idf floor of :mod:`r
 (``ln((N - n + 0.5) / (n + 0.5))``, 1e-6 when that is 0 or less), computed in one SQL statement.
 Unlike SQLite FTS5, the corpus statistics (``N``, ``avgdl``, document frequencies) are those of the
 requested scopes together, as :class:`recallers.BM25Index` and rank-bm25 over those documents
-compute them. Query terms repeated count once per repeat.
+compute them. The query is capped and each distinct term counted once with its weight
+(:func:`recallers.query_terms`, ``docs/recall.md#the-lexical-query``), as in the other indexes: a
+1 MB query costs what its first 4,096 bytes and 64 terms cost.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .bm25 import DEFAULT_B, DEFAULT_K1, IDF_FLOOR, document_terms
+from .lexical_query import query_terms
 from .protocol import Document
 from .tokenizer import DEFAULT_TOKENIZER, Tokenizer
 
@@ -47,8 +50,8 @@ PG_LEXICAL_TABLES: Mapping[str, tuple[str, ...]] = {
 
 TOP_KEYS_SQL = f"""
 q AS (
-    SELECT term, count(*)::float8 AS rep
-    FROM unnest(%(terms)s::text[]) AS u(term) GROUP BY term
+    SELECT term, rep::float8 AS rep
+    FROM unnest(%(terms)s::text[], %(weights)s::integer[]) AS u(term, rep)
 ), st AS (
     SELECT sum(docs)::float8 AS n, sum(total)::float8 / NULLIF(sum(docs), 0) AS avgdl
     FROM memory_lexical_scopes WHERE scope = ANY(%(scopes)s)
@@ -74,8 +77,10 @@ q AS (
     LIMIT %(limit)s
 )"""
 """The common table expressions ending in ``top(scope, name, score)``: at most ``%(limit)s``
-documents of ``%(scopes)s`` (a ``text[]``) holding any of ``%(terms)s`` (a ``text[]``), scored by
-BM25 (score above 0), best first; ties by the order of ``scopes``, then name (byte order). A
+documents of ``%(scopes)s`` (a ``text[]``) holding any of ``%(terms)s`` (a ``text[]`` of distinct
+terms, each weighted by the integer at the same place of ``%(weights)s``: a term's contribution is
+multiplied by its weight, as :func:`recallers.query_terms` counts it), scored by BM25 (score above
+0), best first; ties by the order of ``scopes``, then name (byte order). A
 caller writes ``WITH`` + this + its own ``SELECT ... FROM top`` (for example joined to the entries,
 so the documents come back in the same statement and snapshot)."""
 
@@ -226,21 +231,37 @@ class PgBM25Index:
         self.write_many(conn, batch)
         return n
 
-    def query_terms(self, query: str) -> list[str]:
-        """The query's terms (repeats kept: a repeated term counts twice, as in rank-bm25)."""
-        return self._tokenizer(query)
+    def query_terms(self, query: str) -> Counter[str]:
+        """The query's distinct terms with their weights, capped at ``MAX_QUERY_BYTES`` and
+        ``MAX_QUERY_TERMS`` (:func:`recallers.query_terms`; a repeated term counts as often as it
+        occurs among the kept terms, as in rank-bm25, but is sent and scored once)."""
+        return query_terms(query, self._tokenizer)
+
+    @staticmethod
+    def query_params(terms: Sequence[str] | Mapping[str, int]) -> dict[str, list[Any]]:
+        """``{"terms": [...], "weights": [...]}`` for :data:`TOP_KEYS_SQL` from ``terms``: a list
+        (a repeated term counts as often as it occurs) or a mapping of each distinct term to its
+        weight (:meth:`query_terms`)."""
+        weights = Counter(terms)
+        return {"terms": list(weights), "weights": list(weights.values())}
 
     def search_keys(
-        self, conn: Any, terms: Sequence[str], *, scopes: Sequence[str], limit: int
+        self,
+        conn: Any,
+        terms: Sequence[str] | Mapping[str, int],
+        *,
+        scopes: Sequence[str],
+        limit: int,
     ) -> list[tuple[str, str, float]]:
         """At most ``limit`` ``(scope, name, BM25 score)`` of ``scopes`` holding any of
-        ``terms``, best first (see :data:`TOP_KEYS_SQL`); one statement."""
+        ``terms`` (a list, repeats counted, or a mapping of term to weight), best first (see
+        :data:`TOP_KEYS_SQL`); one statement."""
         wanted = list(dict.fromkeys(scopes))
         if limit < 1 or not terms or not wanted:
             return []
         rows = conn.execute(
             "WITH " + TOP_KEYS_SQL + " SELECT scope, name, score FROM top"
             ' ORDER BY score DESC, array_position(%(scopes)s, scope), name COLLATE "C"',
-            {"terms": list(terms), "scopes": wanted, "limit": limit},
+            {**self.query_params(terms), "scopes": wanted, "limit": limit},
         ).fetchall()
         return [(str(s), str(n), float(score)) for s, n, score in rows]

@@ -41,7 +41,8 @@ from agentmemory import (
 )
 from agentmemory.postgres_store import PostgresStore, dsn_where
 from agentmemory.testing import CASES, Harness
-from recallers import DEFAULT_TOKENIZER, Tokenizer
+from recallers import DEFAULT_TOKENIZER, MAX_QUERY_BYTES, MAX_QUERY_TERMS, Tokenizer
+from recallers.pg_bm25 import PgBM25Index
 
 pytestmark = pytest.mark.slow
 
@@ -193,6 +194,53 @@ def test_the_index_follows_puts_and_forgets(store: PostgresStore) -> None:
         found = store.search_text(q, scopes=["corpus"], limit=len(final))
         assert_agrees([(e.key, s) for e, s in found], ref, len(final))
         assert {e.name for e, _ in found} <= set(live)
+
+
+def _capped_entries() -> list[Entry]:
+    """The 30 entries of tests/test_bm25.py's ``capped_stores``."""
+    entries = [Entry("q", f"e-{i:02d}", f"filler{i} text number {i}") for i in range(29)]
+    return [*entries, Entry("q", "target", "the zebra crossing")]
+
+
+def test_a_query_reads_its_first_terms_and_bytes_only(store: PostgresStore) -> None:
+    """The lexical query cap of docs/recall.md#the-lexical-query holds in SQL as in the other
+    stores (tests/test_bm25.py's test of the same name)."""
+    store.put_many(_capped_entries())
+    pad = "unmatched " * (MAX_QUERY_TERMS - 1)  # each a term found nowhere
+    # the 64th term is read, the 65th is not
+    assert [e.name for e, _ in store.search_text(pad + "zebra", scopes=["q"], limit=5)] == [
+        "target"
+    ]
+    assert store.search_text(pad + "unmatched zebra", scopes=["q"], limit=5) == []
+    # a term inside the first MAX_QUERY_BYTES bytes is read, one after them is not
+    spaces = " " * (MAX_QUERY_BYTES - len("zebra"))
+    assert store.search_text(spaces + "zebra", scopes=["q"], limit=5)
+    assert store.search_text(spaces + " zebra", scopes=["q"], limit=5) == []
+
+
+def test_a_huge_repeated_query_is_scored_as_its_capped_terms(store: PostgresStore) -> None:
+    """A 1 MB query of one repeated word is sent as one term of weight 64 (its first 64 terms):
+    same ranking and scores as its capped form and as rank-bm25's for 64 copies, and it is sent
+    to the server as one term, not 200,000 (the statement's parameters stay small)."""
+    entries = _capped_entries()
+    store.put_many(entries)
+    huge = "zebra " * 200_000  # 1.2 MB
+    assert len(huge.encode()) > 1_000_000
+    ref = reference_scores(entries, "zebra " * MAX_QUERY_TERMS, DEFAULT_TOKENIZER)
+    found = store.search_text(huge, scopes=["q"], limit=5)
+    capped = store.search_text("zebra " * MAX_QUERY_TERMS, scopes=["q"], limit=5)
+    assert [(e.key, s) for e, s in found] == [(e.key, s) for e, s in capped]
+    assert [e.key for e, _ in found] == ["q/target"]
+    assert found[0][1] == pytest.approx(ref["q/target"], abs=1e-4)
+    single = store.search_text("zebra", scopes=["q"], limit=1)[0][1]
+    assert found[0][1] == pytest.approx(MAX_QUERY_TERMS * single)
+    hits = store.recall(huge, scopes=["q"], limit=5, mode="bm25")
+    assert [h.entry.key for h in hits] == ["q/target"]
+    index = PgBM25Index()
+    assert index.query_params(index.query_terms(huge)) == {
+        "terms": ["zebra"],
+        "weights": [MAX_QUERY_TERMS],
+    }
 
 
 def test_recall_is_bm25_alone_and_refuses_vector_modes(store: PostgresStore) -> None:
