@@ -16,6 +16,11 @@ Rows (latency in ms, median and p95 over the queries):
   reported beside the table.
 * ``write+search <store>``: one ``put`` of a new entry (its hashing embedding, about 0.02 ms,
   included) followed by one ``recall``.
+* ``--common-words``: only the lexical leg's worst case, a query of the five most frequent words,
+  on one ChromaStore (its FTS5 leg, ``SqliteStore.search_text``, and the hybrid): the current
+  rule (docs/recall.md#the-lexical-querys-cost) against the previous one (:class:`PreviousBudget`,
+  kept here verbatim) on the same file in the same process, searched again and again (document
+  frequencies remembered) and right after a write (counted afresh), plus the ordinary queries.
 * baselines: ``rank-bm25 rebuilt``: ``BM25Okapi`` built over the scope's documents then scored
   (what a search costs when the index cannot follow writes); ``numpy exact cosine``: a ``(n, dim)``
   float32 matrix product and ``argpartition`` top-k; ``chroma where``: one Chroma collection for
@@ -60,16 +65,22 @@ import numpy as np  # noqa: E402
 from agentmemory import ChromaStore, Entry, MemStore, SqliteStore  # noqa: E402
 from embedders import HashingEmbedder  # noqa: E402
 from recallers import (  # noqa: E402
+    COMMON_TERM_CANDIDATES,
     DEFAULT_FUSION,
     DEFAULT_TOKENIZER,
+    RANKED_POSTINGS,
     BM25Recaller,
     ExactVectorIndex,
+    Fts5Index,
     Fusion,
     HybridRecaller,
     VectorRecaller,
+    bm25_idf,
     document_terms,
     match_expression,
+    query_terms,
 )
+from recallers.fts5 import _doc_freqs, _index_state  # noqa: E402
 
 SCOPE = "bench"
 LIMIT = 10
@@ -137,6 +148,172 @@ def sql_full_rank(path: Path, expr: str) -> object:
     ).fetchall()
 
 
+class PreviousBudget(Fts5Index[Entry]):
+    """The lexical leg's rule before MaxScore and remembered document frequencies (main at
+    3b33396), kept to measure against in the same run: every search counts each term's entries
+    (``fts5vocab``), FTS5 ranks the rarest terms up to ``RANKED_POSTINGS``, the others are added
+    to the best ``2 * limit + 20`` candidates, and add the ``COMMON_TERM_CANDIDATES`` newest
+    holders only when fewer than ``limit`` were found."""
+
+    def search_keys(
+        self,
+        conn: sqlite3.Connection,
+        terms: Sequence[str] | Any,
+        *,
+        scopes: Sequence[str],
+        limit: int,
+    ) -> list[tuple[str, str, float]]:
+        wanted = list(dict.fromkeys(scopes))
+        weights = Counter(terms)
+        if limit < 1 or not weights or not wanted:
+            return []
+        n_docs, avgdl, _ = _index_state(conn)
+        if n_docs == 0:
+            return []
+        freqs = _doc_freqs(conn, weights)
+        ranked: list[str] = []
+        common: dict[str, float] = {}
+        budget = RANKED_POSTINGS
+        for term in sorted(freqs, key=lambda t: (freqs[t], t)):
+            cost = freqs[term] * weights[term]
+            if not common and cost <= budget:
+                ranked.append(term)
+                budget -= cost
+            else:
+                common[term] = weights[term] * bm25_idf(n_docs, freqs[term])
+        marks = ", ".join("?" * len(wanted))
+        join = (
+            " FROM memory_lexical AS f JOIN memory_lexical_docs AS d ON d.id = f.rowid"
+            f" WHERE memory_lexical MATCH ? AND d.scope IN ({marks})"
+        )
+        found: list[tuple[str, str, float]] = []
+        if ranked:
+            order = " ".join(f"WHEN ? THEN {i}" for i in range(len(wanted)))
+            depth = limit if not common else 2 * limit + 20
+            expr = match_expression(t for t in ranked for _ in range(weights[t]))
+            rows = conn.execute(
+                f"SELECT d.scope, d.name, -f.rank, {'f.terms' if common else 'NULL'}"
+                f"{join} ORDER BY f.rank, CASE d.scope {order} END, CAST(d.name AS BLOB) LIMIT ?",
+                (expr, *wanted, *wanted, depth),
+            ).fetchall()
+            for scope, name, score, text in rows:
+                extra = self._score(text, common, avgdl) if common else 0.0
+                found.append((str(scope), str(name), float(score) + extra))
+        if common and len(found) < limit:
+            rows = conn.execute(
+                f"SELECT d.scope, d.name, f.rowid, f.terms{join} ORDER BY f.rowid DESC LIMIT ?",
+                (match_expression(common), *wanted, COMMON_TERM_CANDIDATES + len(found)),
+            ).fetchall()
+            known = {(s, n) for s, n, _ in found}
+            for scope, name, _, text in rows:
+                if (scope, name) in known:
+                    continue
+                found.append((str(scope), str(name), self._score(text, common, avgdl)))
+        rank = {s: i for i, s in enumerate(wanted)}
+        found.sort(key=lambda k: (-k[2], rank[k[0]], k[1].encode("utf-8", "surrogatepass")))
+        return [k for k in found[:limit] if k[2] > 0]
+
+
+def bench_common_words(n: int, args: argparse.Namespace, work: Path) -> list[list[str]]:
+    """``--common-words``: one ChromaStore of ``n`` entries; the five-most-frequent-words query and
+    the ordinary queries through its FTS5 leg under the current rule and :class:`PreviousBudget`
+    (a second connection to the same journal file), and through ``ChromaStore.recall``."""
+    from contextlib import contextmanager
+
+    entries, queries = corpus(n)
+    emb = HashingEmbedder(args.dim)
+    q = queries[: args.queries]
+    t = time.perf_counter()
+    chroma = ChromaStore.open(work / f"chroma-{n}", embedder=emb)
+    for start in range(0, n, 5000):
+        chroma.put_many(entries[start : start + 5000])
+    print(f"  {n:,}: ChromaStore filled in {time.perf_counter() - t:.1f} s", file=sys.stderr)
+    lexical = chroma.journal_store
+    conn = sqlite3.connect(chroma.path / "journal.sqlite3", isolation_level=None)
+
+    @contextmanager
+    def read() -> Any:
+        yield conn
+
+    previous = PreviousBudget(read=read, load=lambda _c, s, nm: chroma.get(s, nm))
+    counts = Counter(t for e in entries[:5000] for t in DEFAULT_TOKENIZER(e.content))
+    common = " ".join(w for w, _ in counts.most_common(5))
+    freqs = _doc_freqs(conn, query_terms(common))
+    print(f"  {n:,}: query {common!r}, entries holding each: {freqs}", file=sys.stderr)
+    now_keys = [
+        (e.key, round(s, 9))
+        for e, s in lexical.search_text(common, scopes=[SCOPE], limit=LEG_LIMIT)
+    ]
+    old_keys = [
+        (e.key, round(s, 9))
+        for e, s in previous.search_text(common, scopes=[SCOPE], limit=LEG_LIMIT)
+    ]
+    same = sum(1 for k in now_keys if k in old_keys)
+    print(
+        f"  {n:,}: common-words top {LEG_LIMIT}: {same} of them in the previous rule's",
+        file=sys.stderr,
+    )
+    reps = max(5, len(q) // 2)
+    written = iter(range(10**6))
+
+    def after_write(fn: Callable[[], object]) -> Callable[[int], object]:
+        def run(i: int) -> object:  # the put is not timed: only the search that follows it
+            chroma.put(new_entry(next(written), q))
+            t0 = time.perf_counter()
+            fn()
+            spent.append((time.perf_counter() - t0) * 1000)
+            return None
+
+        spent: list[float] = []
+        run.spent = spent  # type: ignore[attr-defined]
+        return run
+
+    def leg(i: int) -> object:
+        return lexical.search_text(common, scopes=[SCOPE], limit=LEG_LIMIT)
+
+    def old(i: int) -> object:
+        return previous.search_text(common, scopes=[SCOPE], limit=LEG_LIMIT)
+
+    def hybrid(i: int) -> object:
+        return chroma.recall(common, scopes=[SCOPE], limit=LIMIT)
+
+    rows = []
+    base = timed(old, reps)
+    rows.append(
+        row(n, "5 most frequent words, bm25 leg: previous rule (counts every search)", base)
+    )
+    rows.append(row(n, "5 most frequent words, **bm25 leg: SqliteStore (now)**", timed(leg, reps),
+                    statistics.median(base)))  # fmt: skip
+    for label, fn in (("bm25 leg: SqliteStore (now), first search after a write", leg),
+                      ("bm25 leg: previous rule, first search after a write", old),
+                      ("hybrid: ChromaStore.recall, first search after a write", hybrid)):  # fmt: skip
+        run = after_write(lambda f=fn: f(0))
+        for i in range(reps):
+            run(i)
+        rows.append(row(n, f"5 most frequent words, {label}", run.spent))  # type: ignore[attr-defined]
+    rows.append(
+        row(n, "5 most frequent words, **hybrid: ChromaStore.recall (now)**", timed(hybrid, reps))
+    )
+    old_q = timed(lambda i: previous.search_text(q[i], scopes=[SCOPE], limit=LEG_LIMIT), len(q))
+    rows.append(row(n, "ordinary queries, bm25 leg: previous rule", old_q))
+    rows.append(row(n, "ordinary queries, bm25 leg: SqliteStore (now)",
+                    timed(lambda i: lexical.search_text(q[i], scopes=[SCOPE], limit=LEG_LIMIT), len(q)),
+                    statistics.median(old_q)))  # fmt: skip
+    differ = sum(
+        [(e.key, round(s, 9)) for e, s in lexical.search_text(x, scopes=[SCOPE], limit=LEG_LIMIT)]
+        != [
+            (e.key, round(s, 9))
+            for e, s in previous.search_text(x, scopes=[SCOPE], limit=LEG_LIMIT)
+        ]
+        for x in q
+    )
+    print(f"  {n:,}: ordinary queries ranked differently from the previous rule: {differ} of {len(q)}",
+          file=sys.stderr)  # fmt: skip
+    conn.close()
+    chroma.close()
+    return rows
+
+
 def new_entry(i: int, queries: Sequence[str]) -> Entry:
     return Entry(SCOPE, f"written-{i}", f"fresh note {i}: {queries[i % len(queries)][23:]}")
 
@@ -186,6 +363,8 @@ def bench_fusion_only(n: int, args: argparse.Namespace, work: Path) -> list[list
 def bench_size(n: int, args: argparse.Namespace, work: Path) -> list[list[str]]:
     if args.fusion_only:
         return bench_fusion_only(n, args, work)
+    if args.common_words:
+        return bench_common_words(n, args, work)
     entries, queries = corpus(n)
     emb = HashingEmbedder(args.dim)
     q = queries[: args.queries]
@@ -369,6 +548,11 @@ def main() -> None:
         "--fusion-only",
         action="store_true",
         help="only the ChromaStore rows: each leg and the hybrid, previous and default fusion",
+    )
+    ap.add_argument(
+        "--common-words",
+        action="store_true",
+        help="only the lexical worst case (five most frequent words): now against the previous rule",
     )
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]

@@ -400,3 +400,67 @@ def test_a_query_of_very_common_terms_only_reads_a_bounded_set_of_candidates(
     assert [e.key for e, _ in found] == best_newest
     for e, s in found:
         assert s == pytest.approx(ref[e.key], abs=TOL)
+
+
+def deep_entries() -> list[Entry]:
+    """3,000 entries: "alpha" (1 to 4 times) in the 1,200 whose number ends in 0, 2, 5 or 7, "rare"
+    (once or twice) in the 300 ending in 0, lengths that vary."""
+    rng = random.Random(5)
+    entries = []
+    for i in range(3000):
+        words = [f"pad{rng.randrange(3000)}" for _ in range(rng.randint(2, 12))]
+        if i % 5 in (0, 2):
+            words += ["alpha"] * rng.randint(1, 4)
+        if i % 10 == 0:
+            words += ["rare"] * rng.randint(1, 2)
+        rng.shuffle(words)
+        entries.append(Entry("c", f"n-{i:04d}", " ".join(words)))
+    return entries
+
+
+def test_a_common_term_that_reorders_the_rarer_terms_candidates_is_read_deep_enough(
+    tmp_path: Path,
+) -> None:
+    """ "alpha" weighted 17 (1,200 x 17 postings, past RANKED_POSTINGS) outweighs "rare": the best
+    entries by "rare" alone (the first 2 x limit + 20 that FTS5 ranks) are not the best in full.
+    The candidates are read deeper until the MaxScore bound (docs/recall.md#the-lexical-querys-cost)
+    proves the top: the ranking is rank-bm25's (reading 40 deep, as before, it was not)."""
+    entries = deep_entries()
+    query = "rare " + "alpha " * 17
+    ref = reference_scores(entries, query, DEFAULT_TOKENIZER)
+    by_rare = reference_scores(entries, "rare", DEFAULT_TOKENIZER)
+    best = sorted(ref, key=lambda k: -ref[k])[:10]
+    first_by_rare = set(sorted(by_rare, key=lambda k: -by_rare[k])[:40])
+    assert not set(best) <= first_by_rare  # the case the deeper read is for
+    with SqliteStore(tmp_path / "deep.sqlite3") as st_:
+        st_.put_many(entries)
+        for limit in (1, 10, 25):
+            found = st_.search_text(query, scopes=["c"], limit=limit)
+            assert len(found) == limit
+            assert_agrees([(e.key, s) for e, s in found], ref, limit)
+
+
+def test_remembered_document_frequencies_follow_every_write(tmp_path: Path) -> None:
+    """The FTS5 index remembers how many entries hold a term while the index is unchanged; a
+    write by the same store or by another store on the same file changes the scores of the next
+    search exactly as rank-bm25 over the new entries says. "zebra" weighted 60 is past
+    RANKED_POSTINGS (400 x 60 postings), so its score is computed from the remembered count."""
+    path = tmp_path / "freqs.sqlite3"
+    entries = [Entry("f", f"e-{i:03d}", f"zebra filler{i % 7}") for i in range(400)]
+    entries += [Entry("f", f"x-{i:03d}", f"other words {i}") for i in range(600)]
+    query = "filler1 " + "zebra " * 60
+    assert RANKED_POSTINGS < 400 * 60
+    with SqliteStore(path) as st_, SqliteStore(path) as other:
+        st_.put_many(entries)
+        for step in range(4):
+            ref = reference_scores(entries, query, DEFAULT_TOKENIZER)
+            for _ in range(2):  # the second search reads the remembered counts
+                found = st_.search_text(query, scopes=["f"], limit=10)
+                assert_agrees([(e.key, s) for e, s in found], ref, 10)
+            writer = st_ if step % 2 else other
+            new = [Entry("f", f"z-{step}-{i}", "zebra zebra filler1") for i in range(30)]
+            writer.put_many(new)
+            entries += new
+            if step == 2:
+                writer.forget("f", "e-001")
+                entries = [e for e in entries if e.name != "e-001"]
