@@ -935,17 +935,26 @@ def search_command(
         return
     noun = "hit" if len(hits) == 1 else "hits"
     click.echo(f"{len(hits)} {noun} in {where} for {text!r} ({shown_mode})")
+    from recallers import NEGLIGIBLE_BM25_NOTE, shown_score
+
+    shown: list[str] = []
     for rank, h in enumerate(hits, start=1):
         legs = []
         for leg in ("bm25", "vector"):
             s = h.legs.get(leg)
             if leg in h.unavailable:
                 legs.append(f"{leg} unavailable")
+            elif s is None:
+                legs.append(f"{leg} -")
             else:
-                legs.append(f"{leg} #{s.rank} {s.score:.4g}" if s is not None else f"{leg} -")
-        click.echo(f"{rank:>2}. {h.entry.key}  score {h.score:.4g}  ({', '.join(legs)})")
+                shown.append(shown_score(leg, s.score))
+                legs.append(f"{leg} #{s.rank} {shown[-1]}")
+        shown.append(shown_score(h.method, h.score))
+        click.echo(f"{rank:>2}. {h.entry.key}  score {shown[-1]}  ({', '.join(legs)})")
         body = h.entry.content.rstrip("\n") if full else _one_line(h.entry.content, _SHOW_CHARS)
         click.echo("    " + body.replace("\n", "\n    "))
+    if "<0.001" in shown:
+        click.echo(f"note: {NEGLIGIBLE_BM25_NOTE}")
 
 
 class _LegFailures(logging.Handler):

@@ -48,7 +48,16 @@ from .fts5 import (
     create_tables,
     match_expression,
 )
-from .hits import LEG_BM25, LEG_VECTOR, Hit, LegScore, ranked_hits
+from .hits import (
+    LEG_BM25,
+    LEG_VECTOR,
+    NEGLIGIBLE_BM25,
+    NEGLIGIBLE_BM25_NOTE,
+    Hit,
+    LegScore,
+    ranked_hits,
+    shown_score,
+)
 from .hybrid import (
     DEFAULT_CANDIDATES,
     DEFAULT_DEPTH,
@@ -93,6 +102,8 @@ __all__ = [
     "LEG_VECTOR",
     "MAX_QUERY_BYTES",
     "MAX_QUERY_TERMS",
+    "NEGLIGIBLE_BM25",
+    "NEGLIGIBLE_BM25_NOTE",
     "RANKED_POSTINGS",
     "THEORETICAL_MINIMUMS",
     "TOKENIZER_STATE_KEY",
@@ -127,6 +138,7 @@ __all__ = [
     "query_terms",
     "ranked_hits",
     "rerank_text",
+    "shown_score",
     "stemmer_languages",
     "tokenize",
 ]

@@ -7,7 +7,16 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Generic, TypeVar
 
-__all__ = ["LEG_BM25", "LEG_VECTOR", "Hit", "LegScore", "ranked_hits"]
+__all__ = [
+    "LEG_BM25",
+    "LEG_VECTOR",
+    "NEGLIGIBLE_BM25",
+    "NEGLIGIBLE_BM25_NOTE",
+    "Hit",
+    "LegScore",
+    "ranked_hits",
+    "shown_score",
+]
 
 LEG_BM25 = "bm25"
 """Key of the lexical leg in :attr:`Hit.legs`."""
@@ -15,7 +24,31 @@ LEG_BM25 = "bm25"
 LEG_VECTOR = "vector"
 """Key of the vector leg in :attr:`Hit.legs`."""
 
+NEGLIGIBLE_BM25 = 1e-3
+"""BM25 scores above 0 and below this are shown as ``"<0.001"`` (:func:`shown_score`). A score
+this small comes from words found in half the entries or more, whose idf is floored at
+``recallers.IDF_FLOOR`` (1e-6): in a store of two entries, any word in one of them
+(``docs/recall.md#scores-near-zero``). Every other score is far above it (the smallest positive
+idf of a store of ``N`` entries is about ``1 / N``)."""
+
+NEGLIGIBLE_BM25_NOTE = (
+    "BM25 <0.001: every matching word is in about half the entries or more, so it barely "
+    "counts (usual in a store of a few entries; the ranking still holds: docs/recall.md"
+    "#scores-near-zero)"
+)
+"""The one line a listing prints under its hits when it showed a BM25 score as ``"<0.001"``."""
+
 D = TypeVar("D")
+
+
+def shown_score(method: str, score: float) -> str:
+    """``score`` as a person reads it: 4 significant digits (``f"{score:.4g}"``), except a BM25
+    score (``method`` ``"bm25"``) above 0 and below :data:`NEGLIGIBLE_BM25`, shown as
+    ``"<0.001"`` instead of a figure like ``1.814e-06`` that looks like a fault (print
+    :data:`NEGLIGIBLE_BM25_NOTE` with it). Machine-readable output keeps the raw score."""
+    if method == LEG_BM25 and 0 < score < NEGLIGIBLE_BM25:
+        return "<0.001"
+    return f"{score:.4g}"
 
 
 @dataclass(frozen=True, slots=True)

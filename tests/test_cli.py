@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -191,13 +192,22 @@ def fill(store_dir: Path) -> None:
 
 def test_search_shows_a_tiny_score_as_tiny_not_zero(store_dir: Path) -> None:
     """In a two-entry scope a word in one entry has BM25 idf log(1.5 / 1.5) = 0, floored to 1e-6
-    (recallers.IDF_FLOOR): the score is small but not zero, and the line says so."""
+    (recallers.IDF_FLOOR): the score is small but not zero. The line shows "<0.001", not a
+    figure like 1.814e-06 that reads as a fault, nor 0.000, and one note says why; --json keeps
+    the raw score. A store where the word is rarer shows its score as a plain figure."""
     with ChromaStore.open(store_dir, embedder=HashingEmbedder()) as store:
         store.put(Entry(scope="user", name="tz", content="Europe/London"))
         store.put(Entry(scope="user", name="editor", content="Neovim, dark theme"))
-    line = cli(store_dir, "search", "london", "--mode", "bm25").stdout.splitlines()[1]
-    assert line.startswith(" 1. user/tz  score ")
-    assert "0.000" not in line and "e-06" in line, line
+    out = cli(store_dir, "search", "london", "--mode", "bm25").stdout.splitlines()
+    assert out[1] == " 1. user/tz  score <0.001  (bm25 #1 <0.001, vector -)"
+    assert out[-1].startswith("note: BM25 <0.001: every matching word is in about half the entries")
+    raw = json.loads(cli(store_dir, "search", "london", "--mode", "bm25", "--json").stdout)
+    assert 0 < raw["hits"][0]["score"] < 1e-5
+    with ChromaStore.open(store_dir, embedder=HashingEmbedder()) as store:
+        store.put(Entry(scope="user", name="shell", content="zsh with vi keys"))
+    out = cli(store_dir, "search", "london", "--mode", "bm25").stdout.splitlines()
+    assert re.fullmatch(r" 1\. user/tz  score (0\.\d{4})  \(bm25 #1 \1, vector -\)", out[1]), out[1]
+    assert not any(line.startswith("note:") for line in out)
 
 
 def test_search_shows_rank_score_and_legs(store_dir: Path) -> None:
