@@ -50,6 +50,7 @@ __all__ = [
     "read_record",
     "start_server",
     "stop_server",
+    "store_client",
 ]
 
 SERVER_FOLDER = "chroma-server"
@@ -266,6 +267,26 @@ def folder_client(folder: Path, *, start: bool) -> tuple[Any, ServerRecord] | No
             return None
         record = start_server(folder)
     return _check(record, folder), record
+
+
+def store_client(folder: Path | None, *, url: str | None, shared: bool) -> tuple[Any, str] | None:
+    """The Chroma server client a store opens, and the server in words for messages: the
+    server at ``url`` when given; else ``folder``'s own server when one runs, or (with
+    ``shared``) one started now (:func:`folder_client`); ``None`` for the folder's embedded
+    client (or when there is no folder: the caller gives its client).
+
+    Raises:
+        ChromaServerError: as :func:`connect_url` and :func:`folder_client`.
+    """
+    if url:
+        return connect_url(url), url
+    if folder is None:
+        return None
+    found = folder_client(folder, start=shared)
+    if found is None:
+        return None
+    client, record = found
+    return client, record.describe()
 
 
 def _free_port() -> int:

@@ -1,6 +1,6 @@
 """ChromaStore: the sqlite journal (the truth) plus a Chroma vector index of it.
 
-The store composes five parts, one module each:
+The store composes these parts, one module each (docs/storage.md#the-modules-of-the-chroma-store):
 
 * the journal, a :class:`~agentmemory.SqliteStore` in ``dir/journal.sqlite3`` (or any
   :class:`~agentmemory.journal_store.JournalStore` given as ``journal=``, such as a
@@ -11,15 +11,21 @@ The store composes five parts, one module each:
 * :class:`~agentmemory.index_sync.IndexSync`: makes the index hold the journal's live state of
   given keys, and compares the two (:meth:`ChromaStore.verify`);
 * the :class:`~agentmemory.index_cursor.IndexCursor`: how far the index has applied the journal
-  (docs/storage.md#the-index-cursor);
+  (docs/storage.md#the-index-cursor), and the
+  :class:`~agentmemory.index_follow.IndexFollower`, which uses it to keep the index in step:
+  replay, catch-up, other processes' writes, verify, repair and reindex;
+* :mod:`agentmemory.index_state`: the index's keys in the journal's state and the rule of which
+  embedder may open it (docs/storage.md#the-embedder-fingerprint);
+* :mod:`agentmemory.index_search`: vector search checked against the journal;
+* :mod:`agentmemory.index_purge`: the index's part of a purge;
 * the process-wide registry (:mod:`agentmemory.chroma_registry`): one embedded client and folder
   lock per folder, one cursor per index, shared by the handles of a process
   (docs/storage.md#locks).
 
-This module holds the rules between them: which embedder may open an index
-(docs/storage.md#the-embedder-fingerprint), the write path (commit to the journal, then bring
-the index in line with the journal's live state of the keys written, then mark the records
-applied), replay and catch-up, vector search checked against the journal, repair and reindex. For several processes, see docs/storage.md#several-processes.
+This module composes them: opening (embedded, on a server, or journal-only beside another
+process's hold), the store protocol, and the write path (commit to the journal, then bring the
+index in line with the journal's live state of the keys written, then mark the records
+applied). For several processes, see docs/storage.md#several-processes.
 """
 
 from __future__ import annotations
@@ -27,12 +33,11 @@ from __future__ import annotations
 import builtins
 import logging
 import os
-import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
-from datetime import date, datetime
+from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Required, Self, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, ClassVar, Self, Unpack
 
 import numpy as np
 import numpy.typing as npt
@@ -42,13 +47,12 @@ from recallers import (
     DEFAULT_FUSION,
     DEFAULT_RERANK_CANDIDATES,
     BM25Recaller,
-    Fusion,
     Hit,
     VectorRecaller,
 )
 
-from .chroma_files import chroma_copies, scrub_chroma_folder
 from .chroma_index import DEFAULT_COLLECTION_PREFIX, ChromaIndex, check_prefix
+from .chroma_options import OPTION_NAMES, ChromaStoreOptions
 from .chroma_registry import (
     CHROMA_FOLDER,
     IndexKey,
@@ -64,13 +68,17 @@ from .errors import (
     AgentMemoryError,
     ChromaServerError,
     EmbedderMismatchError,
-    IndexOutOfStepWarning,
     IndexWriteError,
     StoreLockedError,
 )
 from .folder_lock import DEFAULT_LOCK_TIMEOUT_S
+from .forget_session import last_written_by
 from .index_cursor import IndexCursor
-from .index_sync import IndexReport, IndexSync, embedding_text, text_hash
+from .index_follow import IndexFollower
+from .index_purge import index_copies, scrub_index
+from .index_search import nearest_live
+from .index_state import IndexStateKeys, check_embedder
+from .index_sync import IndexReport, IndexSync, embedding_text
 from .journal_store import JournalStore
 from .mem_store import utc_now
 from .rules import DEFAULT_MAX_ENTRY_BYTES, check_scope
@@ -99,87 +107,6 @@ SYNC_CHUNK = 512
 """Entries embedded and upserted per step of a bulk write, replay or reindex (also kept under
 the client's ``get_max_batch_size()``; docs/storage.md#batches)."""
 
-CATCH_UP_AFTER = 64
-"""How many applied records may wait behind an unapplied one (another process's write, or a
-write whose index update failed) before a write replays the gap itself."""
-
-_STATE_NS = "chroma-index"
-
-_Key = tuple[str, str]
-
-
-class ChromaStoreOptions(TypedDict, total=False):
-    """The keyword arguments of :class:`ChromaStore` and :meth:`ChromaStore.open` (only
-    ``embedder`` is required).
-
-    Keys:
-        embedder: makes the vectors; its ``fingerprint`` is recorded with a new store. An
-            existing store takes its recorded embedder or one that gives the same vectors
-            (:func:`embedders.same_vectors`: the same model through the other runtime), and
-            keeps its recorded fingerprint.
-        max_entry_bytes: the content bound in UTF-8 bytes (default 4096).
-        client: a Chroma client to hold the collections (``chromadb.HttpClient`` for a server);
-            ``None`` (the default) opens the embedded ``PersistentClient`` in ``path/chroma``,
-            owned by this process.
-        collection_prefix: collection names are ``<prefix>_<scope>`` (default
-            ``"agentmemory"``); give stores sharing one Chroma server different prefixes.
-        reindex: rebuild the index from the journal with ``embedder`` (needed to switch
-            embedders; embeds every live entry). Default ``False``.
-        lock_timeout_s: how long to wait for another process's hold on an embedded folder, in
-            seconds (default 2).
-        busy_timeout_s: how long a journal write waits for another writer, in seconds
-            (default 5).
-        clock: the time stamped on writes (for tests; default the UTC wall clock).
-        fusion: the parameters of :meth:`ChromaStore.recall`'s hybrid (``recallers.Fusion``,
-            docs/recall.md#fusion-methods; default ``recallers.DEFAULT_FUSION``).
-        reranker: reorders the first ``rerank_candidates`` hits of every
-            :meth:`ChromaStore.recall` (``memory_search`` too) unless a recall says
-            ``rerank=False``: a ``rerankers.Reranker`` or its registry name
-            (``"cross-encoder:<folder>"``). ``None`` (the default): no rerank stage
-            (docs/recall.md#reranking).
-        rerank_candidates: how many hits the reranker reads per recall, >= 1 (default 20,
-            ``recallers.DEFAULT_RERANK_CANDIDATES``).
-        journal: the journal to index, instead of ``path/journal.sqlite3``: any
-            :class:`~agentmemory.journal_store.JournalStore`, such as a ``PostgresStore`` that
-            several hosts share (docs/storage.md#postgresql). Needs ``client`` (a Chroma
-            server); nothing is created at ``path``, which may then be ``None``. The store
-            takes it over (``close`` closes it); ``max_entry_bytes``, ``busy_timeout_s`` and
-            ``clock`` are the journal's own.
-        shared: with no ``client``, start the folder's own Chroma server (``chroma run``,
-            :mod:`agentmemory.chroma_server`) when none runs, and connect to it. Without it,
-            a server the folder records as running is used anyway, else the embedded client.
-            Default ``False`` (docs/storage.md#several-processes).
-        chroma_url: connect to the Chroma server at this URL (``http://host:port``) instead.
-        journal_only_when_held: when another process holds the embedded folder, open the
-            journal alone instead of raising :class:`~agentmemory.StoreLockedError`: writes
-            land in the journal and its lexical index (each :class:`~agentmemory.Change`
-            carries a ``note`` that the holder indexes it), and :meth:`ChromaStore.recall`
-            runs the BM25 leg alone, each hit naming the missing leg. Default ``False``.
-        read_only: open to read: no replay of journal records into the index and no catch-up
-            on search (another process owns that work). Writes still index themselves.
-            Default ``False``.
-    """
-
-    embedder: Required[Embedder]
-    max_entry_bytes: int
-    client: Any
-    collection_prefix: str
-    reindex: bool
-    lock_timeout_s: float
-    busy_timeout_s: float
-    clock: Callable[[], datetime]
-    fusion: Fusion
-    journal: JournalStore
-    reranker: Reranker | str | None
-    rerank_candidates: int
-    shared: bool
-    chroma_url: str | None
-    journal_only_when_held: bool
-    read_only: bool
-
-
-_OPTION_NAMES = ChromaStoreOptions.__required_keys__ | ChromaStoreOptions.__optional_keys__
-
 
 class ChromaStore:
     """A :class:`~agentmemory.Store` with vector search: a :class:`~agentmemory.SqliteStore`
@@ -199,11 +126,11 @@ class ChromaStore:
     def __init__(
         self, path: str | os.PathLike[str] | None, **options: Unpack[ChromaStoreOptions]
     ) -> None:
-        unknown = sorted(set(options) - _OPTION_NAMES)
+        unknown = sorted(set(options) - OPTION_NAMES)
         if unknown:
             raise TypeError(
                 f"ChromaStore got unexpected keyword arguments {', '.join(unknown)}; it takes "
-                f"{', '.join(sorted(_OPTION_NAMES))}"
+                f"{', '.join(sorted(OPTION_NAMES))}"
             )
         embedder = options.get("embedder")
         if not isinstance(embedder, Embedder):
@@ -241,12 +168,17 @@ class ChromaStore:
         self._holder = ""  # the process holding the embedded folder, in words (journal-only)
         check_prefix(prefix)  # before anything is opened
         if client is None:
-            client = self._server_client(options)
+            from .chroma_server import store_client
+
+            found = store_client(
+                self._dir if journal is None else None,
+                url=options.get("chroma_url"),
+                shared=options.get("shared", False),
+            )
+            if found is not None:
+                client, self._server = found
         self._embedded = client is None
-        kind = "embedded" if self._embedded else "client"
-        self._state_keys = {
-            k: f"{_STATE_NS}:{kind}:{prefix}:{k}" for k in ("cursor", "embedder", "lost")
-        }
+        self._keys = IndexStateKeys(embedded=self._embedded, prefix=prefix)
         if journal is None:
             assert self._dir is not None
             self._dir.mkdir(parents=True, exist_ok=True)
@@ -287,24 +219,6 @@ class ChromaStore:
         except BaseException:
             self.close()
             raise
-
-    def _server_client(self, options: ChromaStoreOptions) -> Any:
-        """The HttpClient of ``chroma_url``, or of the folder's own server (started when
-        ``shared`` and none runs); ``None`` for the embedded client."""
-        from .chroma_server import connect_url, folder_client
-
-        url = options.get("chroma_url")
-        if url:
-            self._server = url
-            return connect_url(url)
-        if self._dir is None:  # journal= over another backend: the client is given
-            return None
-        found = folder_client(self._dir, start=options.get("shared", False))
-        if found is None:
-            return None
-        client, record = found
-        self._server = record.describe()
-        return client
 
     @classmethod
     def open(
@@ -354,77 +268,37 @@ class ChromaStore:
                 raise EmbedderMismatchError(self._where, shared.fingerprint, given)
 
         def create() -> SharedIndex:
-            stored = self._journal.get_state(self._state_keys["embedder"])
-            if stored is not None and not reindex and not same_vectors(stored, given):
-                raise EmbedderMismatchError(self._where, stored, given)
-            if stored is None and not reindex:
-                # A folder's first index on a server (or embedded after one) takes the embedder
-                # of the folder's other index: one folder, one embedder.
-                sibling = self._journal.get_state(self._sibling_embedder_key())
-                if sibling is not None and not same_vectors(sibling, given):
-                    raise EmbedderMismatchError(self._where, sibling, given)
-            cursor = IndexCursor.load(self._journal, self._state_keys["cursor"])
-            if stored is None:
-                self._journal.set_state(self._state_keys["embedder"], given)
-            return SharedIndex(
-                fingerprint=given if stored is None or reindex else stored, cursor=cursor
+            fingerprint = check_embedder(
+                self._journal, self._keys, given, reindex=reindex, where=self._where
             )
+            cursor = IndexCursor.load(self._journal, self._keys.cursor)
+            return SharedIndex(fingerprint=fingerprint, cursor=cursor)
 
-        self._shared, fresh = join_index(self._index_key(), check=check, create=create)
-        self._sync = IndexSync(
+        shared, fresh = join_index(self._index_key(), check=check, create=create)
+        self._shared = shared
+        sync = IndexSync(
             self._journal,
             self._index,
             self._embedder,
             batch=self._batch,
-            lock=self._shared.write_lock,
+            lock=shared.write_lock,
             where=self._where,
+        )
+        place = (
+            f"its Chroma folder {self._folder() / CHROMA_FOLDER}"
+            if self._embedded
+            else "its collections on the Chroma server"
+        )
+        self._follower = IndexFollower(
+            self._journal, self._index, sync, shared, self._keys, where=self._where, place=place
         )
         if reindex:
             self.reindex()
         elif fresh and not (self._read_only and not self._embedded):
             # a reader on a server leaves indexing to the writers (docs/storage.md#reads-do-not-write)
-            self._check_lost()
-            self._replay()
+            self._follower.warn_lost()
+            self._follower.replay()
         self._finish_purge()
-
-    def _sibling_embedder_key(self) -> str:
-        """The embedder state key of this folder's other kind of index (embedded or client)."""
-        kind = "client" if self._embedded else "embedded"
-        return f"{_STATE_NS}:{kind}:{self._index.prefix}:embedder"
-
-    def _check_lost(self) -> None:
-        """Warn when the index lacks scopes the journal has live entries in (and remember it)."""
-        cursor = self._cursor().position
-        lost_key = self._state_keys["lost"]
-        lost = self._journal.get_state(lost_key)
-        if not lost and cursor > 0:
-            absent = sorted(set(self._journal.scopes()) - set(self._index.scopes()))
-            missing = self._journal.scopes_written_by(cursor, absent) if absent else []
-            if missing:
-                lost = ", ".join(missing)
-                self._journal.set_state(lost_key, lost)
-        if lost:
-            where = (
-                f"its Chroma folder {self._folder() / CHROMA_FOLDER}"
-                if self._embedded
-                else "its collections on the Chroma server"
-            )
-            warnings.warn(
-                f"agentmemory: store {self._where}: the vector index has lost scopes {lost} "
-                f"({self._journal.live_count()} live entries in the journal; was {where} "
-                "deleted?); vector search misses them until you call reindex() or repair() "
-                "(both embed what is missing), or open the store with reindex=True",
-                IndexOutOfStepWarning,
-                stacklevel=2,
-            )
-
-    def _replay(self) -> None:
-        """Apply every journal record after the cursor (last state per key wins)."""
-        records = list(self._journal.journal(self._cursor().position))
-        if not records:
-            return
-        self._sync.sync([(c.entry.scope, c.entry.name) for c in records], check_index=True)
-        self._mark_applied(c.seq for c in records)
 
     # -- properties --------------------------------------------------------------------------
 
@@ -513,41 +387,15 @@ class ChromaStore:
     def last_written_by(
         self, session_id: str, scopes: Sequence[str]
     ) -> tuple[dict[tuple[str, str], str], builtins.list[str]]:
-        """See :meth:`agentmemory.SqliteStore.last_written_by`: the journal's index when it has
-        one, else one pass over the journal (docs/kinds.md#forgetting-a-session)."""
-        finder = getattr(self._journal, "last_written_by", None)
-        if callable(finder):
-            found: tuple[dict[tuple[str, str], str], builtins.list[str]] = finder(
-                session_id, scopes
-            )
-            return found
-        wanted = set(scopes)
-        last: dict[tuple[str, str], Change] = {}
-        seen: set[str] = set()
-        for c in self._journal.journal():
-            seen.add(c.entry.scope)
-            if c.entry.scope in wanted:
-                last[(c.entry.scope, c.entry.name)] = c
-        live = {
-            k: c.entry.hash
-            for k, c in last.items()
-            if c.session == session_id and not c.entry.deleted
-        }
-        return live, [s for s in dict.fromkeys(scopes) if s not in seen]
+        """:func:`agentmemory.forget_session.last_written_by` of the journal: the live entries
+        of ``scopes`` whose last record ``session_id`` wrote, and the scopes without a record
+        (docs/kinds.md#forgetting-a-session)."""
+        return last_written_by(self._journal, session_id, scopes)
 
     def superseding(self, scopes: Sequence[str]) -> builtins.list[Entry]:
-        """The live entries of ``scopes`` with a ``supersedes`` meta: the journal's index when
-        it has one, else its lists (docs/kinds.md#out-of-date-on-purpose-only)."""
-        finder = getattr(self._journal, "superseding", None)
-        if callable(finder):
-            found: builtins.list[Entry] = finder(scopes)
-            return found
-        return [
-            e
-            for s in dict.fromkeys(scopes)
-            for e in self._journal.list(s)
-            if (e.meta or {}).get("supersedes")
-        ]
+        """The live entries of ``scopes`` with a ``supersedes`` meta, the journal's
+        (docs/kinds.md#out-of-date-on-purpose-only)."""
+        return self._journal.superseding(scopes)
 
     def recall(
         self,
@@ -593,6 +441,8 @@ class ChromaStore:
                 rerank=rerank,
                 reranker=self._reranker,
                 rerank_candidates=self._rerank_candidates,
+                as_of=as_of,
+                include_superseded=include_superseded,
             )
             if asked == "bm25":
                 return hits
@@ -600,7 +450,7 @@ class ChromaStore:
             return [replace(h, unavailable=why) for h in hits]
         if not (self._read_only and not self._embedded):
             try:
-                self._absorb()
+                self._follower.absorb()
             except Exception as err:  # the search still runs on what the index holds
                 logger.warning(
                     "agentmemory: store %s: could not index other processes' writes before "
@@ -722,31 +572,32 @@ class ChromaStore:
 
     def _after_commit(self, changes: Sequence[Change]) -> builtins.list[Change]:
         """Bring the index in line with the journal for the keys just written, then mark their
-        records applied, then index what other processes wrote (:meth:`_absorb`); on failure,
-        keep them for the next catch-up and raise IndexWriteError. Journal-only, return the
-        records with a ``note`` that the holder indexes them."""
+        records applied, then index what other processes wrote
+        (:meth:`IndexFollower.absorb`); on failure, keep them for the next catch-up and raise
+        IndexWriteError. Journal-only, return the records with a ``note`` that the holder
+        indexes them."""
         if self._unavailable is not None:
             note = (
                 "the write is in the journal and its lexical index; the vector index is brought "
                 f"up to date by the process holding it ({self._holder})"
             )
             return [replace(c, note=note) for c in changes]
-        cursor = self._cursor()
+        follower = self._following()
         # The journal state just committed, last record per key: the index is written from it
         # without reading the rows back, and checked against the journal once after writing.
         known = {(c.entry.scope, c.entry.name): c.entry for c in changes}
         try:
-            self._sync.sync(builtins.list(known), check_index=False, known=known)
+            follower.write(known)
         except Exception as err:
-            cursor.mark_failed(c.seq for c in changes)
+            follower.mark_failed(c.seq for c in changes)
             cause: BaseException = err
             if self._server is not None:
                 cause = ChromaServerError(self._server, self._server_down(err))
             raise IndexWriteError(self._where, changes, cause) from cause
-        self._mark_applied(c.seq for c in changes)
+        follower.mark_applied(c.seq for c in changes)
         try:
-            self._catch_up()
-            self._absorb()
+            follower.catch_up()
+            follower.absorb()
         except Exception as err:  # the caller's own write succeeded; say so, and go on
             logger.warning(
                 "agentmemory: store %s: index catch-up failed (%s: %s); retried later",
@@ -767,24 +618,6 @@ class ChromaStore:
             f"the request failed ({type(err).__name__}: {err}); {how}; the journal keeps every "
             "write and the index catches up from it once the server answers"
         )
-
-    def _absorb(self) -> None:
-        """Index the journal records this index has not applied (other processes' writes, or
-        failed updates), when the journal has any: one ``max(seq)`` read when it has none, so
-        every search and write can afford it (docs/storage.md#several-processes)."""
-        cursor = self._cursor()
-        top = self._journal.last_seq()
-        if top <= cursor.position:
-            return
-        plan = cursor.catch_up(after=0, force=True)
-        if plan is None:  # pragma: no cover - force always plans
-            return
-        records = [
-            c for c in self._journal.journal(plan.start) if c.seq <= top and c.seq not in plan.done
-        ]
-        if records:
-            self._sync.sync([(c.entry.scope, c.entry.name) for c in records], check_index=True)
-            self._mark_applied(c.seq for c in records)
 
     # -- the index cursor --------------------------------------------------------------------
 
@@ -811,21 +644,15 @@ class ChromaStore:
             StoreLockedError: another writer held the journal past ``busy_timeout_s``.
         """
         self._check_open()
+        self._need_index()
         check_purge(scope, name, reason)
-        pending = self._state_keys["cursor"].rpartition(":")[0] + ":purge"
-        journal_purge = getattr(self._journal, "purge", None)
-        if journal_purge is None:
-            raise AgentMemoryError(
-                f"agentmemory: store {self._where}: its journal ({type(self._journal).__name__}) "
-                "cannot purge yet; only a SqliteStore journal can"
-            )
-        self._journal.set_state(pending, scope)
-        receipt: PurgeReceipt = journal_purge(scope, name, reason=reason, session=session)
+        self._journal.set_state(self._keys.purge, scope)
+        receipt = self._journal.purge(scope, name, reason=reason, session=session)
         vectors = len(self._index.held(scope, [name]))
         written = [c for c in (receipt.tombstone, receipt.record) if c is not None]
         self._after_commit(written)
         rewritten = self._scrub_index(scope)
-        self._journal.set_state(pending, "")
+        self._journal.set_state(self._keys.purge, "")
         return PurgeReceipt(
             scope=receipt.scope,
             name=receipt.name,
@@ -840,38 +667,28 @@ class ChromaStore:
 
     @property
     def can_purge(self) -> bool:
-        """Whether :meth:`purge` works here: the journal has a purge (a SqliteStore journal
-        does; a PostgresStore journal does not yet)."""
-        return hasattr(self._journal, "purge")
+        """Whether :meth:`purge` works here: the journal has a purge (SqliteStore and
+        PostgresStore journals do)."""
+        return callable(getattr(self._journal, "purge", None))
 
     def _scrub_index(self, scope: str) -> builtins.list[str]:
-        """Rebuild ``scope``'s collection, then vacuum the embedded folder's sqlite and remove
-        orphaned segment folders; return what was done."""
-        shared = self._shared_index()
-        with shared.write_lock:
-            kept = self._index.rebuild(scope)
-            out = [f"Chroma collection {self.collection_name(scope)} rebuilt ({kept} vectors)"]
-            if not self._embedded:
-                out.append("Chroma server: its files are not reachable from this process")
-                return out
-            assert self._dir is not None  # an embedded index has a folder
-            out += scrub_chroma_folder(self._dir / CHROMA_FOLDER)
-        return out
+        """:func:`agentmemory.index_purge.scrub_index` of ``scope`` for this index."""
+        folder = self._folder() / CHROMA_FOLDER if self._embedded else None
+        return scrub_index(self._index, scope, lock=self._shared_index().write_lock, folder=folder)
 
     def _finish_purge(self) -> None:
         """Finish the index part of a purge a killed process left (the journal part finished
         or rolled back when the journal opened)."""
-        pending = self._state_keys["cursor"].rpartition(":")[0] + ":purge"
-        scope = self._journal.get_state(pending)
+        scope = self._journal.get_state(self._keys.purge)
         if not scope:
             return
         self._scrub_index(scope)
-        report = self.repair()
-        self._journal.set_state(pending, "")
+        report = self._following().repair()
+        self._journal.set_state(self._keys.purge, "")
         logger.warning(
             "agentmemory: store %s: finished the index part of an interrupted purge in scope "
             "%s (collection rebuilt, %s)",
-            self._dir,
+            self._where,
             scope,
             "index in step" if report.ok else str(report),
         )
@@ -885,93 +702,15 @@ class ChromaStore:
 
     def verify_erased(self, scope: str, name: str) -> ErasureCheck:
         """Check that no copy of ``scope/name``'s content remains: the journal's places
-        (:meth:`agentmemory.SqliteStore.verify_erased`), the entry's vector, and for an
-        embedded folder ``chroma.sqlite3``'s rows for the vector id (embeddings, write log),
-        its free pages, and segment folders of dropped collections."""
+        (its ``verify_erased``) and the index's (:func:`agentmemory.index_purge.index_copies`:
+        the entry's vector, and for an embedded folder ``chroma.sqlite3``'s rows, free pages
+        and orphaned segment folders)."""
         self._check_open()
-        journal_check = getattr(self._journal, "verify_erased", None)
-        if journal_check is None:
-            raise AgentMemoryError(
-                f"agentmemory: store {self._where}: its journal ({type(self._journal).__name__}) "
-                "cannot check erasure yet; only a SqliteStore journal can"
-            )
-        base: ErasureCheck = journal_check(scope, name)
-        looked = [*base.looked, f"vector of {scope}/{name} in {self.collection_name(scope)}"]
-        found = list(base.found)
-        if self._index.held(scope, [name]):
-            found.append("a vector in the index")
-        if self._embedded:
-            assert self._dir is not None
-            folder = self._dir / CHROMA_FOLDER
-            looked += [
-                f"{folder.name}/chroma.sqlite3 rows for {scope}/{name} (embeddings, "
-                "embeddings_queue) and free pages",
-                f"segment folders under {folder.name}/ not in its segments table",
-            ]
-            found += chroma_copies(folder, f"{scope}/{name}")
-        return ErasureCheck(scope, name, tuple(looked), tuple(found))
-
-    def _mark_applied(self, seqs: Iterable[int]) -> None:
-        """Record ``seqs`` as applied; when the cursor advanced, hand it to the journal to
-        persist with its next write transaction (or at close), so a write costs one
-        transaction, not two: a cursor persisted late only means more replay at the next
-        open (docs/storage.md#persisting-the-cursor)."""
-        if self._cursor().mark_applied(seqs):
-            self._save_cursor(deferred=True)
-
-    def _save_cursor(self, *, deferred: bool = False) -> None:
-        """Persist the cursor (``deferred``: with the journal's next write transaction); a
-        failure is logged: a cursor persisted late only means more replay at the next open."""
-        cursor = self._cursor()
-        try:
-            cursor.save(self._journal, deferred=deferred)
-        except Exception as err:
-            logger.warning(
-                "agentmemory: store %s: could not record the index cursor %d (%s: %s); "
-                "the next open replays from the last one recorded",
-                self._where,
-                cursor.position,
-                type(err).__name__,
-                err,
-            )
-
-    def _reset_cursor(self, seq: int) -> None:
-        """Every record up to ``seq`` is now applied (after a rebuild or a clean repair)."""
-        self._cursor().reset(seq)
-        self._save_cursor()
-
-    def _catch_up(self, *, force: bool = False) -> None:
-        """Apply the records the cursor is stuck behind (failed index updates, or other
-        processes' writes), when there are failures or many applied records wait behind them.
-        Errors are logged, not raised (unless ``force``): the caller's own write succeeded."""
-        plan = self._cursor().catch_up(after=CATCH_UP_AFTER, force=force)
-        if plan is None:
-            return
-        top = self._journal.last_seq() if force else plan.top
-        records: builtins.list[Change] = []
-        for c in self._journal.journal(plan.start):
-            if c.seq > top:
-                break
-            if c.seq not in plan.done:
-                records.append(c)
-        if not records:
-            return
-        try:
-            self._sync.sync([(c.entry.scope, c.entry.name) for c in records], check_index=True)
-        except Exception as err:
-            if force:
-                raise
-            logger.warning(
-                "agentmemory: store %s: could not catch the vector index up on %d journal "
-                "records after seq %d (%s: %s); it is retried at the next write and open",
-                self._where,
-                len(records),
-                plan.start,
-                type(err).__name__,
-                err,
-            )
-            return
-        self._mark_applied(c.seq for c in records)
+        self._need_index()
+        base = self._journal.verify_erased(scope, name)
+        folder = self._folder() / CHROMA_FOLDER if self._embedded else None
+        looked, found = index_copies(self._index, scope, name, folder=folder)
+        return ErasureCheck(scope, name, (*base.looked, *looked), (*base.found, *found))
 
     # -- vector search -----------------------------------------------------------------------
 
@@ -1013,36 +752,8 @@ class ChromaStore:
                 f"vector has shape {query.shape}; this store's embedder "
                 f"{self._embedder.name} makes ({dim},) vectors"
             )
-        order = {check_scope(s): i for i, s in reversed(builtins.list(enumerate(scopes)))}
-        if limit < 1:
-            return []
-        hits: builtins.list[tuple[int, Entry, float]] = []
-        for scope, position in sorted(order.items(), key=lambda kv: kv[1]):
-            for e, score in self._query_scope(scope, query, limit):
-                hits.append((position, e, score))
-        hits.sort(key=lambda h: (-h[2], h[0], h[1].name.encode()))
-        return [(e, score) for _, e, score in hits[:limit]]
-
-    def _query_scope(
-        self, scope: str, query: npt.NDArray[np.float32], limit: int
-    ) -> builtins.list[tuple[Entry, float]]:
-        """Up to ``limit`` (entry, similarity) of one scope, checked against the journal; asks
-        Chroma for more when stale vectors had to be dropped."""
-        want = limit
-        while True:
-            found = self._index.query(scope, query, want)
-            live = self._journal.live_many([(scope, n.name) for n in found])
-            good: builtins.list[tuple[Entry, float]] = []
-            for n in found:
-                e = live.get((scope, n.name))
-                if e is None:
-                    continue
-                if n.text_hash is not None and n.text_hash != text_hash(e):
-                    continue
-                good.append((e, 1.0 - n.distance))
-            if len(good) >= limit or len(found) < want:
-                return good[:limit]
-            want = want * 2 + (limit - len(good))
+        wanted = [check_scope(s) for s in scopes]
+        return nearest_live(self._index, self._journal, query, scopes=wanted, limit=limit)
 
     # -- checking and rebuilding ---------------------------------------------------------------
 
@@ -1053,8 +764,7 @@ class ChromaStore:
         made while it runs may show up as missing or stale. Changes nothing.
         """
         self._check_open()
-        self._need_index()
-        return self._sync.compare(cursor=self._cursor().position)
+        return self._following().verify()
 
     def repair(self, *, keep: Iterable[str] = ()) -> IndexReport:
         """Apply what the cursor has not seen, then fix every key :meth:`verify` finds missing,
@@ -1068,23 +778,7 @@ class ChromaStore:
         Raises what the embedder or Chroma raise; the index is then no worse than before.
         """
         self._check_open()
-        self._need_index()
-        head = self._journal.last_seq()
-        self._catch_up(force=True)
-        found = self.verify()
-        kept = set(keep)
-        wrong = [*found.missing, *found.stale, *(k for k in found.extra if k not in kept)]
-        if wrong:
-            pairs: builtins.list[_Key] = []
-            for key in wrong:
-                scope, _, name = key.partition("/")
-                pairs.append((scope, name))
-            self._sync.sync(pairs, check_index=False)
-        after = self.verify()
-        if after.ok:
-            self._reset_cursor(head)
-            self._clear_lost()
-        return after
+        return self._following().repair(keep=keep)
 
     def reindex(self) -> int:
         """Rebuild the index from the journal with this store's embedder: drop the store's
@@ -1098,26 +792,7 @@ class ChromaStore:
         journal and embeds only what is still missing.
         """
         self._check_open()
-        self._need_index()
-        shared = self._shared_index()
-        with shared.write_lock:
-            head = self._journal.last_seq()
-            shared.cursor.rewind(self._journal)
-            self._journal.set_state(self._state_keys["embedder"], self._embedder.fingerprint)
-            shared.fingerprint = self._embedder.fingerprint
-            for scope in self._index.scopes():
-                self._index.drop(scope)
-        count = 0
-        for batch in self._journal.iter_live(self._batch):
-            self._sync.sync([(e.scope, e.name) for e in batch], check_index=False)
-            count += len(batch)
-        self._reset_cursor(head)
-        self._clear_lost()
-        return count
-
-    def _clear_lost(self) -> None:
-        if self._journal.get_state(self._state_keys["lost"]):
-            self._journal.set_state(self._state_keys["lost"], "")
+        return self._following().reindex(self._embedder.fingerprint, batch=self._batch)
 
     # -- lifetime ----------------------------------------------------------------------------
 
@@ -1141,7 +816,12 @@ class ChromaStore:
         return shared
 
     def _cursor(self) -> IndexCursor:
-        return self._shared_index().cursor
+        return self._following().cursor
+
+    def _following(self) -> IndexFollower:
+        """The follower of this handle's index (errors for a journal-only or closed one)."""
+        self._shared_index()
+        return self._follower
 
     def _check_open(self) -> None:
         if self._closed:

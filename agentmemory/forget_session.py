@@ -10,7 +10,7 @@ tombstone per entry, each its own journal record, so every removal can be read a
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from .entries import Change
@@ -19,24 +19,33 @@ from .rules import check_scope
 from .session import current_provenance, provenance
 from .wire import go_quote
 
-__all__ = ["forget_session"]
+__all__ = ["forget_session", "last_written_by"]
 
 
-def _last_by_session(
-    journal: Iterable[Change], session_id: str, scopes: set[str]
-) -> tuple[dict[tuple[str, str], str], set[str]]:
-    """From one pass over the journal: the live entries of ``scopes`` whose last record
-    ``session_id`` wrote, with that record's hash; and the scopes the journal has touched."""
+def last_written_by(
+    store: Any, session_id: str, scopes: Sequence[str]
+) -> tuple[dict[tuple[str, str], str], builtins.list[str]]:
+    """The live entries of ``scopes`` whose last journal record ``session_id`` wrote, with the
+    hash that record wrote; and those of ``scopes`` with no journal record at all.
+
+    A store with its own ``last_written_by(session_id, scopes)`` (``SqliteStore`` reads it
+    through an index of the journal by session) answers itself; any other is read in one pass
+    over its journal."""
+    finder = getattr(store, "last_written_by", None)
+    if callable(finder):
+        answer: tuple[dict[tuple[str, str], str], builtins.list[str]] = finder(session_id, scopes)
+        return answer
+    wanted = set(scopes)
     last: dict[tuple[str, str], Change] = {}
     seen: set[str] = set()
-    for c in journal:
+    for c in store.journal():
         seen.add(c.entry.scope)
-        if c.entry.scope in scopes:
+        if c.entry.scope in wanted:
             last[(c.entry.scope, c.entry.name)] = c
     found = {
         k: c.entry.hash for k, c in last.items() if c.session == session_id and not c.entry.deleted
     }
-    return found, seen
+    return found, [s for s in dict.fromkeys(scopes) if s not in seen]
 
 
 def forget_session(
@@ -51,9 +60,7 @@ def forget_session(
     provenance gives one, the reason ``forget_session <id>``. An entry changed by another writer
     between the read and its tombstone is left alone (its hash is checked first).
 
-    Stores with ``last_written_by(session_id, scopes)`` (``SqliteStore``, ``ChromaStore``) find
-    the entries through an index of the journal by session; others are read by one pass over
-    their journal.
+    The entries are found by :func:`last_written_by`.
 
     Returns:
         The tombstone records written, in that order (``[]`` when the session wrote nothing
@@ -80,12 +87,7 @@ def forget_session(
             field="scope",
         )
     wanted = [check_scope(s) for s in dict.fromkeys(scopes)]
-    finder = getattr(store, "last_written_by", None)
-    if callable(finder):
-        found, unknown = finder(session_id, wanted)
-    else:
-        found, seen = _last_by_session(store.journal(), session_id, set(wanted))
-        unknown = [s for s in wanted if s not in seen]
+    found, unknown = last_written_by(store, session_id, wanted)
     if unknown:
         raise InvalidEntryError(
             f"forget_session: scope {go_quote(unknown[0])} has no journal record in this store; "

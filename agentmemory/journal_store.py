@@ -3,7 +3,8 @@
 A journal is a :class:`~agentmemory.Store` that also keeps small derived state beside its records
 (``get_state``/``set_state``, where an index keeps its cursor and its embedder's fingerprint),
 reads its live entries in bulk (``live_many``, ``iter_live``, ``scopes``, ``live_count``,
-``scopes_written_by``) and ranks them by BM25 (``search_text``). :class:`~agentmemory.SqliteStore`
+``scopes_written_by``), ranks them by BM25 (``search_text``), finds the entries that
+supersede others (``superseding``) and erases an entry for good (``purge``, ``verify_erased``). :class:`~agentmemory.SqliteStore`
 (a local file) and ``agentmemory.postgres_store.PostgresStore`` (a PostgreSQL database shared by
 hosts) are journals; ``ChromaStore(journal=...)`` indexes either
 (docs/storage.md#the-vector-index-over-postgresql).
@@ -16,6 +17,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Protocol, runtime_checkable
 
 from .entries import Change, Entry
+from .erasure import ErasureCheck, PurgeReceipt
 from .store import Store
 
 __all__ = ["JournalStore"]
@@ -65,6 +67,21 @@ class JournalStore(Store, Protocol):
 
     def scopes_written_by(self, seq: int, scopes: Iterable[str]) -> builtins.list[str]:
         """Those of ``scopes`` with a live entry whose latest record is at or before ``seq``."""
+        ...
+
+    def superseding(self, scopes: Sequence[str]) -> builtins.list[Entry]:
+        """The live entries of ``scopes`` with a ``supersedes`` meta, by scope order then name."""
+        ...
+
+    def purge(
+        self, scope: str, name: str, *, reason: str, session: str | None = None
+    ) -> PurgeReceipt:
+        """Erase every content ``scope/name`` ever held from the journal and its lexical index
+        (docs/contract.md#purge-erasing-an-entry-for-good)."""
+        ...
+
+    def verify_erased(self, scope: str, name: str) -> ErasureCheck:
+        """Check that the journal's places hold no copy of ``scope/name``'s content."""
         ...
 
     def search_text(

@@ -109,7 +109,7 @@ def main() -> None:
             with ChromaStore.open(folder, embedder=HashingEmbedder(384)) as st:
                 st.recall(qs[0], scopes=[SCOPE], mode="hybrid")
                 emb = hybrid_ms(st, qs)
-                check = timed(lambda i: st._absorb(), args.checks)
+                check = timed(lambda i: st._follower.absorb(), args.checks)
             if n == sizes[0]:
                 cold_embedded = cold_start(folder, qs[0], args.cold)
             t = time.perf_counter()
