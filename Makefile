@@ -22,7 +22,7 @@ install: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy --strict agentmemory embedders recallers rerankers
+	$(BIN)/mypy --strict agentmemory embedders recallers
 
 test: lint
 	$(BIN)/python -m pytest -q

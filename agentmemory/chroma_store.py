@@ -86,7 +86,7 @@ from .sqlite_store import DEFAULT_BUSY_TIMEOUT_S, SqliteStore
 from .store import RECALL_MODES, recall_entries, resolve_reranker
 
 if TYPE_CHECKING:
-    from rerankers import Reranker
+    from recallers import Reranker
 
 __all__ = [
     "CHROMA_FOLDER",

@@ -1864,11 +1864,11 @@ def eval_command(
         _embedder(embedder_name)  # an unknown name is a usage error before any work
     reranker = None
     if rerank_folder is not None:
-        import rerankers
+        from recallers import CrossEncoderReranker, RerankerFolderError
 
         try:
-            reranker = rerankers.CrossEncoderReranker(rerank_folder)
-        except rerankers.RerankerFolderError as exc:
+            reranker = CrossEncoderReranker(rerank_folder)
+        except RerankerFolderError as exc:
             raise click.BadParameter(str(exc), param_hint="--rerank") from None
     path = _eval_data(dataset, data, download)
     result = evaluate(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Iterator, Sequence
 from datetime import date, datetime
-from typing import TYPE_CHECKING, Protocol, Self, runtime_checkable
+from typing import Protocol, Self, runtime_checkable
 
 import recallers
 from recallers import (
@@ -21,7 +21,9 @@ from recallers import (
     HybridRecaller,
     Recaller,
     RerankedRecaller,
+    Reranker,
     check_query,
+    get_reranker,
 )
 
 from .entries import Change, Entry, content_hash
@@ -29,9 +31,6 @@ from .errors import AgentMemoryError, ConflictError, RecallModeError, RerankErro
 from .rules import check_entry, check_scope, check_size, matches
 from .session import current_provenance, current_session
 from .validity import InForceLeg, check_validity_meta, in_force_filter
-
-if TYPE_CHECKING:
-    from rerankers import Reranker
 
 __all__ = [
     "RECALL_MODES",
@@ -247,24 +246,22 @@ def search_entries(
 
 def resolve_reranker(value: object) -> Reranker | None:
     """A store's ``reranker`` option as a reranker: ``None`` stays ``None``; a
-    ``rerankers.Reranker`` is kept; a ``str`` is a registry name (``"cross-encoder:<folder>"``,
-    built by ``rerankers.get``).
+    ``recallers.Reranker`` is kept; a ``str`` is a registry name (``"cross-encoder:<folder>"``,
+    built by ``recallers.get_reranker``).
 
-    Raises ``rerankers.UnknownRerankerError`` (naming the value and the choices) for an unknown
-    name, ``rerankers.RerankerFolderError`` for a cross-encoder that is not a local model folder,
+    Raises ``recallers.UnknownRerankerError`` (naming the value and the choices) for an unknown
+    name, ``recallers.RerankerFolderError`` for a cross-encoder that is not a local model folder,
     and :class:`~agentmemory.RerankError` for anything else.
     """
     if value is None:
         return None
-    import rerankers
-
     if isinstance(value, str):
-        return rerankers.get(value)
-    if isinstance(value, rerankers.Reranker):
+        return get_reranker(value)
+    if isinstance(value, Reranker):
         return value
     raise RerankError(
         value,
-        "a reranker is a rerankers.Reranker or its registry name, such as "
+        "a reranker is a recallers.Reranker or its registry name, such as "
         "'cross-encoder:/path/to/model'",
     )
 
@@ -280,7 +277,7 @@ def _chosen_reranker(rerank: object, default: Reranker | None) -> Reranker | Non
             raise RerankError(
                 rerank,
                 "this store was opened without a reranker; open it with reranker=... "
-                "(a rerankers.Reranker or 'cross-encoder:<folder>'), or pass one as rerank=",
+                "(a recallers.Reranker or 'cross-encoder:<folder>'), or pass one as rerank=",
             )
         return default
     return resolve_reranker(rerank)
@@ -324,8 +321,8 @@ def recall_entries(
 
     5. ``rerank`` is ``None`` (the store's ``reranker``, off when it has none), ``False`` (off),
        ``True`` (the store's ``reranker``; :class:`~agentmemory.RerankError` when it has none),
-       a ``rerankers.Reranker`` or a reranker's registry name
-       (``rerankers.UnknownRerankerError`` naming the value and the choices when unknown).
+       a ``recallers.Reranker`` or a reranker's registry name
+       (``recallers.UnknownRerankerError`` naming the value and the choices when unknown).
 
     Then ``"auto"`` is ``"hybrid"`` when there is a vector leg, else ``"bm25"``; ``"bm25"`` and
     ``"vector"`` return that leg's hits (``score`` = its raw score), ``"hybrid"`` fuses both with

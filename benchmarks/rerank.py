@@ -6,7 +6,7 @@ Run from the repository root:
 
 No cross-encoder weights ship in any package installable here, so both models are built from a
 config in a temporary folder, with random weights (seed 0) and the packaged all-MiniLM-L6-v2's
-tokenizer, and loaded through the real path (``rerankers.CrossEncoderReranker``, a
+tokenizer, and loaded through the real path (``recallers.CrossEncoderReranker``, a
 sentence-transformers ``CrossEncoder``). The cost of a forward pass depends on the model's shape
 and the text's length, not on what the weights are, so the second model says what a real
 MiniLM-L6 cross-encoder (``cross-encoder/ms-marco-MiniLM-L-6-v2`` has this shape) would cost:
@@ -130,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     import embedders
-    import rerankers
+    from recallers import CrossEncoderReranker
 
     qs = questions(args.queries)
     rows: list[list[str]] = []
@@ -139,7 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="rerank-bench-") as tmp:
         for label, shape in SHAPES.items():
             folder = build(Path(tmp) / label.split()[0], shape)
-            reranker = rerankers.CrossEncoderReranker(folder, threads=args.threads)
+            reranker = CrossEncoderReranker(folder, threads=args.threads)
             for kind in ("locomo", "scifact"):
                 candidates = texts(kind, args.candidates)
                 median, p95 = timed(lambda q, c=candidates, r=reranker: r.rerank(q, c), qs)

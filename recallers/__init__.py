@@ -8,8 +8,13 @@
 * :class:`HybridRecaller`: the fusion of legs, its parameters in :class:`Fusion`: reciprocal
   rank fusion or a convex combination of normalised scores; :data:`DEFAULT_FUSION` is a z-score
   combination, BM25 0.75 and vector 0.25, each leg read 20 deep (docs/recall.md#the-default-fusion).
-* :class:`RerankedRecaller`: a reranker (``rerankers.Reranker``) reorders another recaller's first
-  candidates (docs/recall.md#reranking).
+* :class:`RerankedRecaller`: a :class:`Reranker` (a cross-encoder, reading the query and each
+  document together) reorders another recaller's first candidates (docs/recall.md#reranking).
+  :func:`get_reranker` builds one by name, as ``embedders.get`` builds an embedder:
+  ``get_reranker("cross-encoder:/models/ms-marco-MiniLM-L-6-v2")`` gives a
+  :class:`CrossEncoderReranker` over that local folder (nothing is downloaded: a hub name is
+  refused with :class:`RerankerFolderError`); :func:`register_reranker` adds a family and
+  :func:`reranker_names` lists them.
 
 Every recaller returns :class:`Hit` objects: the document, the score the list is ordered by, and
 each leg's rank and raw score. Documents are anything with ``scope``, ``name``, ``content`` and
@@ -18,9 +23,15 @@ each leg's rank and raw score. Documents are anything with ``scope``, ``name``, 
 The hybrid of a store with vectors, in one line::
 
     HybridRecaller([BM25Recaller(lexical_index), VectorRecaller(store, store.embedder)])
+
+Importing this package imports numpy only: PyStemmer is imported on the first text to stem, torch
+and sentence-transformers on a cross-encoder's first ``rerank``.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
 
 from .bm25 import (
     DEFAULT_B,
@@ -30,6 +41,12 @@ from .bm25 import (
     BM25Recaller,
     bm25_idf,
     document_terms,
+)
+from .cross_encoder import (
+    DEFAULT_RERANK_BATCH_SIZE,
+    DEFAULT_RERANK_THREADS,
+    CrossEncoderReranker,
+    RerankerFolderError,
 )
 from .errors import (
     EMPTY_QUERY_MESSAGE,
@@ -71,8 +88,15 @@ from .hybrid import (
     fuse,
 )
 from .lexical_query import MAX_QUERY_BYTES, MAX_QUERY_TERMS, query_terms
-from .protocol import Document, Keyed, LexicalSource, Recaller, VectorSource
+from .protocol import Document, Keyed, LexicalSource, Recaller, Reranker, VectorSource
 from .rerank import DEFAULT_RERANK_CANDIDATES, RerankedRecaller, rerank_text
+from .reranker_registry import (
+    RerankerFactory,
+    UnknownRerankerError,
+    get_reranker,
+    register_reranker,
+    reranker_names,
+)
 from .tokenizer import (
     DEFAULT_TOKENIZER,
     ENGLISH_STOPWORDS,
@@ -83,6 +107,13 @@ from .tokenizer import (
 )
 from .vector import ExactVectorIndex, VectorRecaller
 
+
+def _cross_encoder(folder: str | Path, **kwargs: Any) -> Reranker:
+    return CrossEncoderReranker(folder, **kwargs)
+
+
+register_reranker("cross-encoder", _cross_encoder, argument="<folder>")
+
 __all__ = [
     "COMMON_TERM_CANDIDATES",
     "DEFAULT_B",
@@ -90,7 +121,9 @@ __all__ = [
     "DEFAULT_DEPTH",
     "DEFAULT_FUSION",
     "DEFAULT_K1",
+    "DEFAULT_RERANK_BATCH_SIZE",
     "DEFAULT_RERANK_CANDIDATES",
+    "DEFAULT_RERANK_THREADS",
     "DEFAULT_RRF_K",
     "DEFAULT_TOKENIZER",
     "EMPTY_QUERY_MESSAGE",
@@ -110,6 +143,7 @@ __all__ = [
     "TOKENIZER_VERSION",
     "BM25Index",
     "BM25Recaller",
+    "CrossEncoderReranker",
     "Document",
     "EmptyQueryError",
     "ExactVectorIndex",
@@ -124,9 +158,13 @@ __all__ = [
     "Query",
     "Recaller",
     "RerankedRecaller",
+    "Reranker",
+    "RerankerFactory",
+    "RerankerFolderError",
     "Tokenizer",
     "UnknownChoiceError",
     "UnknownFusionMethodError",
+    "UnknownRerankerError",
     "VectorRecaller",
     "VectorSource",
     "bm25_idf",
@@ -134,10 +172,13 @@ __all__ = [
     "create_tables",
     "document_terms",
     "fuse",
+    "get_reranker",
     "match_expression",
     "query_terms",
     "ranked_hits",
+    "register_reranker",
     "rerank_text",
+    "reranker_names",
     "shown_score",
     "stemmer_languages",
     "tokenize",

@@ -2,7 +2,8 @@
 
 recallers never imports agentmemory: a document is anything with ``scope``, ``name``,
 ``content`` and ``description`` (an ``agentmemory.Entry`` is one), and an index is anything with
-``search_text`` or ``search_vector``. Identity is the pair ``(scope, name)``.
+``search_text`` or ``search_vector``. Identity is the pair ``(scope, name)``. A
+:class:`Reranker` scores (query, text) pairs for the rerank stage (docs/recall.md#reranking).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import numpy.typing as npt
 
 from .hits import Hit
 
-__all__ = ["Document", "Keyed", "LexicalSource", "Recaller", "VectorSource"]
+__all__ = ["Document", "Keyed", "LexicalSource", "Recaller", "Reranker", "VectorSource"]
 
 D = TypeVar("D")
 
@@ -88,4 +89,33 @@ class Recaller(Protocol[D]):
         """At most ``limit`` hits from ``scopes``, best first; ``[]`` when nothing matches.
 
         Raises ``recallers.EmptyQueryError`` for an empty or white-space query."""
+        ...
+
+
+@runtime_checkable
+class Reranker(Protocol):
+    """Scores how well each text answers a query, reading both together (a cross-encoder); the
+    rerank stage (:class:`recallers.RerankedRecaller`) reorders a recall's first hits by it
+    (docs/recall.md#reranking).
+
+    Attributes:
+        name: stable identifier, also the registry key that builds it
+            (:func:`recallers.get_reranker`), e.g.
+            ``"cross-encoder:/models/ms-marco-MiniLM-L-6-v2"``.
+
+    Implementations are safe to call from several threads at once.
+    """
+
+    @property
+    def name(self) -> str:
+        """Stable identifier of this reranker (see the class docstring)."""
+        ...
+
+    def rerank(self, query: str, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Score each of ``texts`` against ``query``, in order.
+
+        Returns a ``(len(texts),)`` float32 array: higher is more relevant; the scale is the
+        model's own (a cross-encoder's logit), comparable within one call only.
+        ``rerank(q, [])`` returns shape ``(0,)``.
+        """
         ...

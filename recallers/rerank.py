@@ -1,7 +1,7 @@
 """The rerank stage: a reranker reorders the first candidates of another recaller.
 
 :class:`RerankedRecaller` asks its inner recaller (a hybrid, or one leg) for
-``max(limit, candidates)`` hits, has a reranker (``rerankers.Reranker``: a cross-encoder that
+``max(limit, candidates)`` hits, has a reranker (:class:`recallers.Reranker`: a cross-encoder that
 reads the query and each document together) score each of them, and returns the ``limit`` best
 by that score (docs/recall.md#reranking). The text a reranker reads is :func:`rerank_text`: what
 the vector leg embeds.
@@ -11,16 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import Generic, TypeVar
 
 import numpy as np
 
 from .errors import check_query
 from .hits import Hit, LegScore
-from .protocol import Document, Recaller
-
-if TYPE_CHECKING:
-    from rerankers import Reranker
+from .protocol import Document, Recaller, Reranker
 
 __all__ = ["DEFAULT_RERANK_CANDIDATES", "RerankedRecaller", "rerank_text"]
 
@@ -52,7 +49,7 @@ class RerankedRecaller(Generic[DocT]):
 
     Args:
         inner: the recaller whose hits are reordered (a ``HybridRecaller``, a leg).
-        reranker: scores (query, text) pairs (``rerankers.Reranker``).
+        reranker: scores (query, text) pairs (:class:`recallers.Reranker`).
         candidates: how many of the inner hits are read, >= 1 (default
             :data:`DEFAULT_RERANK_CANDIDATES`); a recall asks the inner recaller for
             ``max(limit, candidates)``.

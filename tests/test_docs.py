@@ -25,7 +25,7 @@ PACKAGES = tuple(
     )
 )
 """The import packages (every top-level folder with an ``__init__.py``: agentmemory, embedders,
-recallers, rerankers, ...): nothing in them may point outside the repository."""
+recallers, ...): nothing in them may point outside the repository."""
 CITING = (*PACKAGES, "tests", "benchmarks", "notebooks")
 """Every folder whose files may cite the docs."""
 SUFFIXES = {".py", ".md", ".ipynb", ".txt", ".toml", ".cfg"}
@@ -100,7 +100,7 @@ def test_anchors_number_repeated_headings(tmp_path: Path) -> None:
 
 
 def test_the_packages_are_found() -> None:
-    assert {"agentmemory", "embedders", "recallers", "rerankers"} <= set(PACKAGES)
+    assert {"agentmemory", "embedders", "recallers"} <= set(PACKAGES)
 
 
 def test_the_docs_exist_with_an_index() -> None:

@@ -1,4 +1,4 @@
-"""The rerank stage: the ``rerankers`` registry, ``CrossEncoderReranker`` on a tiny cross-encoder
+"""The rerank stage: the reranker registry (``recallers.get_reranker``), ``CrossEncoderReranker`` on a tiny cross-encoder
 built here from a config (the real sentence-transformers class with random weights: it proves
 the plumbing, not the quality), ``RerankedRecaller``, a ``ChromaStore`` with a reranker, and
 ``agentmemory eval --rerank``. No cross-encoder weights ship in any package installable here."""
@@ -16,17 +16,21 @@ import pytest
 from click.testing import CliRunner
 from conftest import need_shared_data
 
-import rerankers
 from agentmemory import ChromaStore, Entry, RerankError
 from agentmemory.cli import main
 from embedders import HashingEmbedder, packaged_model_path
 from recallers import (
     BM25Index,
     BM25Recaller,
+    CrossEncoderReranker,
     LegScore,
     RerankedRecaller,
+    RerankerFolderError,
     UnknownChoiceError,
+    UnknownRerankerError,
+    get_reranker,
     rerank_text,
+    reranker_names,
 )
 
 TOKENIZER_FILES = (
@@ -85,12 +89,12 @@ def expected_scores(folder: Path, query: str, texts: Sequence[str]) -> npt.NDArr
 
 
 def test_an_unknown_reranker_name_names_the_value_and_the_choices() -> None:
-    with pytest.raises(rerankers.UnknownRerankerError) as caught:
-        rerankers.get("colbert")
+    with pytest.raises(UnknownRerankerError) as caught:
+        get_reranker("colbert")
     message = str(caught.value)
     assert "reranker 'colbert' is not one of: cross-encoder:<folder>" in message
     assert isinstance(caught.value, UnknownChoiceError) and isinstance(caught.value, ValueError)
-    assert rerankers.names() == ["cross-encoder:<folder>"]
+    assert reranker_names() == ["cross-encoder:<folder>"]
 
 
 def test_a_cross_encoder_loads_only_from_an_existing_local_folder(tmp_path: Path) -> None:
@@ -105,12 +109,12 @@ def test_a_cross_encoder_loads_only_from_an_existing_local_folder(tmp_path: Path
         (str(a_file), "is a file, not a folder"),
         (str(empty), "has no config.json"),
     ):
-        with pytest.raises(rerankers.RerankerFolderError, match=why) as caught:
-            rerankers.get(f"cross-encoder:{given}")
+        with pytest.raises(RerankerFolderError, match=why) as caught:
+            get_reranker(f"cross-encoder:{given}")
         assert repr(given) in str(caught.value) and "never a hub name" in str(caught.value)
     (empty / "config.json").write_text("{}")
     with pytest.raises(ValueError, match="batch_size is 0"):
-        rerankers.CrossEncoderReranker(empty, batch_size=0)
+        CrossEncoderReranker(empty, batch_size=0)
 
 
 # -- RerankedRecaller with a reranker of our own -------------------------------------------------
@@ -179,8 +183,8 @@ def test_a_description_is_read_before_the_content() -> None:
 
 @pytest.mark.slow
 def test_cross_encoder_scores_each_pair_as_the_model_does(tiny_model: Path) -> None:
-    reranker = rerankers.get(f"cross-encoder:{tiny_model}")
-    assert isinstance(reranker, rerankers.CrossEncoderReranker)
+    reranker = get_reranker(f"cross-encoder:{tiny_model}")
+    assert isinstance(reranker, CrossEncoderReranker)
     assert reranker.name == f"cross-encoder:{tiny_model.resolve()}"
     texts = ["the budget freeze starts in May", "cats purr when content", "x"]
     got = reranker.rerank("when does the budget freeze start?", texts)
@@ -229,9 +233,9 @@ def test_rerank_is_off_by_default_and_bad_values_are_refused(tmp_path: Path) -> 
         assert hits and not any(h.method.startswith("rerank") for h in hits)
         with pytest.raises(RerankError, match="opened without a reranker"):
             store.recall("budget freeze", scopes=["notes"], limit=3, rerank=True)
-        with pytest.raises(rerankers.UnknownRerankerError, match="'colbert' is not one of"):
+        with pytest.raises(UnknownRerankerError, match="'colbert' is not one of"):
             store.recall("budget freeze", scopes=["notes"], limit=3, rerank="colbert")
-        with pytest.raises(RerankError, match=r"rerankers\.Reranker or its registry name"):
+        with pytest.raises(RerankError, match=r"recallers\.Reranker or its registry name"):
             store.recall("budget freeze", scopes=["notes"], limit=3, rerank=3)  # type: ignore[arg-type]
         # a reranker passed to one recall serves that recall only
         reranked = store.recall("budget freeze", scopes=["notes"], limit=3, rerank=LengthReranker())
@@ -241,7 +245,7 @@ def test_rerank_is_off_by_default_and_bad_values_are_refused(tmp_path: Path) -> 
             key=lambda h: len(rerank_text(h.entry)),
         )
         assert reranked[0].entry.name == longest.entry.name
-    with pytest.raises(rerankers.UnknownRerankerError, match="'nope' is not one of"):
+    with pytest.raises(UnknownRerankerError, match="'nope' is not one of"):
         ChromaStore.open(tmp_path / "bad", embedder=HashingEmbedder(64), reranker="nope")
     with pytest.raises(ValueError, match="rerank_candidates is 0"):
         ChromaStore.open(tmp_path / "bad2", embedder=HashingEmbedder(64), rerank_candidates=0)

@@ -47,7 +47,7 @@ from .metrics import mean, score_ranking
 
 if TYPE_CHECKING:
     from embedders import Embedder
-    from rerankers import Reranker
+    from recallers import Reranker
 
 __all__ = [
     "BEIR_MAX_SEQ_LENGTH",
@@ -505,12 +505,12 @@ def _reranked(reranker: Any) -> RecallFn:
 
 
 def _reranker(value: Reranker | str | None) -> Reranker | None:
-    """``value`` as a reranker (a registry name is built; errors as ``rerankers.get``)."""
+    """``value`` as a reranker (a registry name is built; errors as ``recallers.get_reranker``)."""
     if value is None or not isinstance(value, str):
         return value
-    import rerankers
+    from recallers import get_reranker
 
-    return rerankers.get(value)
+    return get_reranker(value)
 
 
 def _methods(
@@ -646,7 +646,7 @@ def evaluate_locomo(
             ``"<method>@<limit>"`` (default :data:`DEFAULT_LIMITS`: 5, ``memory_search``'s
             default); ignored when ``methods`` is a mapping.
         reranker: adds the method :data:`RERANKED`, the hybrid reordered by this reranker (a
-            ``rerankers.Reranker`` or its registry name, ``"cross-encoder:<folder>"``); ignored
+            ``recallers.Reranker`` or its registry name, ``"cross-encoder:<folder>"``); ignored
             when ``methods`` is a mapping.
         embedder: a registry name or an :class:`embedders.Embedder`; default the packaged
             all-MiniLM-L6-v2.

@@ -1,4 +1,9 @@
-"""``CrossEncoderReranker``: a sentence-transformers ``CrossEncoder`` loaded from a local folder."""
+"""``CrossEncoderReranker``: a sentence-transformers ``CrossEncoder`` loaded from a local folder
+(docs/recall.md#reranking).
+
+Importing this module imports numpy only: torch and sentence-transformers are imported on the
+first ``rerank``.
+"""
 
 from __future__ import annotations
 
@@ -12,16 +17,16 @@ import numpy as np
 import numpy.typing as npt
 
 __all__ = [
-    "DEFAULT_BATCH_SIZE",
-    "DEFAULT_THREADS",
+    "DEFAULT_RERANK_BATCH_SIZE",
+    "DEFAULT_RERANK_THREADS",
     "CrossEncoderReranker",
     "RerankerFolderError",
 ]
 
-DEFAULT_BATCH_SIZE = 32
+DEFAULT_RERANK_BATCH_SIZE = 32
 """(query, text) pairs per forward pass (sentence-transformers' own default)."""
 
-DEFAULT_THREADS = 1
+DEFAULT_RERANK_THREADS = 1
 """Torch intra-op threads, as the embedders use (docs/recall.md#threads)."""
 
 
@@ -52,11 +57,11 @@ class CrossEncoderReranker:
             ``CrossEncoder.save_pretrained`` or ``transformers``' ``save_pretrained`` writes it.
         device: torch device, ``"cpu"`` by default.
         threads: torch intra-op threads, set with ``torch.set_num_threads`` when the model loads
-            (process-wide); ``None`` means :data:`DEFAULT_THREADS` (1).
+            (process-wide); ``None`` means :data:`DEFAULT_RERANK_THREADS` (1).
         batch_size: pairs per forward pass.
         max_length: word pieces read per (query, text) pair; ``None`` keeps the model's own.
 
-    ``name`` is ``"cross-encoder:<folder>"`` (``rerankers.get(name)`` builds it again). torch and
+    ``name`` is ``"cross-encoder:<folder>"`` (``recallers.get_reranker(name)`` builds it again). torch and
     sentence-transformers are imported, and the model loaded, on the first ``rerank``. The model
     must give one score per pair (``num_labels`` 1). ``rerank`` is serialised by a lock.
 
@@ -73,7 +78,7 @@ class CrossEncoderReranker:
         *,
         device: str = "cpu",
         threads: int | None = None,
-        batch_size: int = DEFAULT_BATCH_SIZE,
+        batch_size: int = DEFAULT_RERANK_BATCH_SIZE,
         max_length: int | None = None,
     ) -> None:
         given = os.fspath(folder)
@@ -91,7 +96,7 @@ class CrossEncoderReranker:
             raise ValueError(f"reranker max_length is {max_length}; it must be at least 1")
         self._folder = path.resolve()
         self._device = device
-        self._threads = DEFAULT_THREADS if threads is None else threads
+        self._threads = DEFAULT_RERANK_THREADS if threads is None else threads
         self._batch_size = batch_size
         self._max_length = max_length
         self._model: Any = None
@@ -139,7 +144,7 @@ class CrossEncoderReranker:
         return self._model
 
     def rerank(self, query: str, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        """Score each of ``texts`` against ``query`` (see :class:`rerankers.Reranker`).
+        """Score each of ``texts`` against ``query`` (see :class:`recallers.Reranker`).
 
         Returns a ``(len(texts),)`` float32 array, the model's score of each (query, text) pair
         (its logit passed through the model's activation: a sigmoid, in 0 to 1, for a model

@@ -1,9 +1,11 @@
-"""The registry of rerankers by name: ``get``, ``register``, ``names``.
+"""The reranker registry: ``get_reranker``, ``register_reranker``, ``reranker_names``, as the
+embedders' registry (``embedders.get``, ``register``, ``names``) is for embedders.
 
 A name is either registered exactly or is ``"<family>:<argument>"`` where ``<family>`` is
 registered: then the family's factory is called with the argument as its first positional
 parameter (``"cross-encoder:/models/ce"`` builds ``CrossEncoderReranker("/models/ce")``). A
-reranker's ``name`` is a key that builds it again.
+reranker's ``name`` is a key that builds it again. ``recallers`` registers the
+``"cross-encoder"`` family when it is imported (docs/recall.md#reranking).
 """
 
 from __future__ import annotations
@@ -12,11 +14,16 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from recallers import UnknownChoiceError
-
+from .errors import UnknownChoiceError
 from .protocol import Reranker
 
-__all__ = ["RerankerFactory", "UnknownRerankerError", "get", "names", "register"]
+__all__ = [
+    "RerankerFactory",
+    "UnknownRerankerError",
+    "get_reranker",
+    "register_reranker",
+    "reranker_names",
+]
 
 RerankerFactory = Callable[..., Reranker]
 """Builds a reranker. Called as ``factory(**kwargs)`` for an exact name, and as
@@ -41,7 +48,7 @@ class UnknownRerankerError(UnknownChoiceError):
         super().__init__("reranker", name, known)
 
 
-def register(
+def register_reranker(
     name: str, factory: RerankerFactory, *, argument: str = "", replace: bool = False
 ) -> None:
     """Register ``factory`` under ``name``; ``argument`` says what the argument of a family
@@ -61,13 +68,13 @@ def register(
         _arguments[name] = argument
 
 
-def names() -> list[str]:
+def reranker_names() -> list[str]:
     """All registered names, sorted; a family with its argument (``"cross-encoder:<folder>"``)."""
     with _lock:
         return sorted(f"{n}:{_arguments[n]}" if _arguments[n] else n for n in _factories)
 
 
-def get(name: str, **kwargs: Any) -> Reranker:
+def get_reranker(name: str, **kwargs: Any) -> Reranker:
     """Build the reranker registered as ``name`` (see the module docstring), passing ``kwargs``.
 
     Raises ``UnknownRerankerError`` (a ``ValueError``) naming ``name`` and the known names when
@@ -84,4 +91,4 @@ def get(name: str, **kwargs: Any) -> Reranker:
         return factory(**kwargs)
     if family_factory is not None:
         return family_factory(argument, **kwargs)
-    raise UnknownRerankerError(name, names())
+    raise UnknownRerankerError(name, reranker_names())
