@@ -11,7 +11,7 @@ from embedders import Embedder
 from recallers import Fusion
 
 if TYPE_CHECKING:
-    from rerankers import Reranker
+    from recallers import Reranker
 
     from .journal_store import JournalStore
 
@@ -44,7 +44,7 @@ class ChromaStoreOptions(TypedDict, total=False):
             docs/recall.md#fusion-methods; default ``recallers.DEFAULT_FUSION``).
         reranker: reorders the first ``rerank_candidates`` hits of every
             :meth:`ChromaStore.recall` (``memory_search`` too) unless a recall says
-            ``rerank=False``: a ``rerankers.Reranker`` or its registry name
+            ``rerank=False``: a ``recallers.Reranker`` or its registry name
             (``"cross-encoder:<folder>"``). ``None`` (the default): no rerank stage
             (docs/recall.md#reranking).
         rerank_candidates: how many hits the reranker reads per recall, >= 1 (default 20,

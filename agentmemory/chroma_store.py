@@ -241,8 +241,8 @@ class ChromaStore:
                 option that is not one of :class:`ChromaStoreOptions`.
             ValueError: a bad ``collection_prefix`` or ``max_entry_bytes``, or
                 ``rerank_candidates`` under 1.
-            rerankers.UnknownRerankerError: ``reranker`` names no registered reranker (the
-                message names the value and the choices); ``rerankers.RerankerFolderError``:
+            recallers.UnknownRerankerError: ``reranker`` names no registered reranker (the
+                message names the value and the choices); ``recallers.RerankerFolderError``:
                 a cross-encoder that is not a local model folder.
             EmbedderMismatchError: the store was indexed with an embedder that gives other
                 vectors (names both); open it with that embedder, or with ``reindex=True``.
@@ -417,7 +417,7 @@ class ChromaStore:
         and in ``method`` what made its score.
 
         ``rerank``: ``None`` uses the store's ``reranker`` (none by default: no rerank stage);
-        ``False`` skips it; ``True`` requires it; a ``rerankers.Reranker`` or a registry name
+        ``False`` skips it; ``True`` requires it; a ``recallers.Reranker`` or a registry name
         uses that one. A reranker reorders the first ``max(limit, rerank_candidates)`` hits
         (docs/recall.md#reranking).
 
