@@ -17,7 +17,13 @@ import struct
 from contextlib import suppress
 from pathlib import Path
 
-__all__ = ["chroma_copies", "hnsw_slack", "scrub_chroma_folder", "zero_hnsw_slack"]
+__all__ = [
+    "chroma_copies",
+    "glob_escape",
+    "hnsw_slack",
+    "scrub_chroma_folder",
+    "zero_hnsw_slack",
+]
 
 BUSY_TIMEOUT_S = 5.0
 """How long (seconds) the scrub waits for Chroma's own connection to release ``chroma.sqlite3``."""
@@ -130,8 +136,14 @@ def scrub_chroma_folder(folder: Path) -> list[str]:
     return out
 
 
+def glob_escape(text: str) -> str:
+    """``text`` as a literal in an sqlite ``GLOB`` pattern (``*``, ``?`` and ``[`` in brackets)."""
+    return "".join(f"[{c}]" if c in "*?[" else c for c in text)
+
+
 def chroma_copies(folder: Path, vid: str) -> list[str]:
-    """What ``folder``'s Chroma files still hold for vector id ``vid``: rows in
+    """What ``folder``'s Chroma files still hold for vector id ``vid`` and its windows'
+    ids (``vid#1``, ``vid#2``, ...; docs/storage.md#ids-and-metadata): rows in
     ``chroma.sqlite3`` (``embeddings``, ``embeddings_queue``), free pages and segment folders of
     dropped collections; one line each, ``[]`` when none. The HNSW files' unused capacity is not
     judged: a process that opens the folder writes fresh capacity from its own heap, which
@@ -145,7 +157,10 @@ def chroma_copies(folder: Path, vid: str) -> list[str]:
     try:
         for table, column in (("embeddings", "embedding_id"), ("embeddings_queue", "id")):
             with suppress(sqlite3.OperationalError):  # a Chroma version without the table
-                n = conn.execute(f"SELECT COUNT(*) FROM {table} WHERE {column} = ?", (vid,))
+                n = conn.execute(
+                    f"SELECT COUNT(*) FROM {table} WHERE {column} = ? OR {column} GLOB ?",
+                    (vid, glob_escape(vid) + "#*"),
+                )
                 if int(n.fetchone()[0]):
                     found.append(f"chroma.sqlite3 {table} rows for {vid}")
         free = int(conn.execute("PRAGMA freelist_count").fetchone()[0])

@@ -7,14 +7,18 @@ docs/storage.md#ids-and-metadata):
 
 * each scope is its own collection ``<prefix>_<scope>``, cosine space, no embedding function
   (vectors are always given);
-* a vector's id is ``"<scope>/<name>"`` and its metadata ``scope``, ``name``, ``hash`` (the
-  entry's content hash) and ``text_hash`` (the hash of the text that was embedded).
+* an entry is one vector per window of its text (docs/recall.md#windows): window 0's id is
+  ``"<scope>/<name>"`` (the id every vector had before windows, so older stores stay valid),
+  window ``k``'s ``"<scope>/<name>#<k>"`` (``#`` is never in a name); each vector's metadata is
+  ``scope``, ``name``, ``hash`` (the entry's content hash), ``text_hash`` (the hash of the
+  entry's whole embedded text), ``window`` (its number) and ``windows`` (the entry's count). A
+  vector without ``window`` / ``windows`` (written before windows) is window 0 of 1.
 
 Callers address vectors by entry (``scope`` plus entry ``name``), never by id: :meth:`upsert`
-takes :class:`IndexRow` values, :meth:`delete` takes entry names, :meth:`query` and
-:meth:`held` answer with entry names. So the id scheme is this module's alone: an entry indexed
-as several vectors (one per window of its text) would change :func:`vector_id` and
-:meth:`delete`, not the store (docs/storage.md#vectors-by-entry).
+takes :class:`IndexRow` values (one ``(w, dim)`` matrix per entry), :meth:`delete` takes entry
+names and removes every window, and :meth:`query`, :meth:`held`, :meth:`iter_held`,
+:meth:`count` and :meth:`rebuild` answer per entry. So the id scheme is this module's alone
+(docs/storage.md#vectors-by-entry).
 
 Collections are looked up once and cached per :class:`ChromaIndex`. When a cached collection
 was deleted underneath (a :meth:`drop` by another handle or process), the call looks it up again
@@ -24,10 +28,11 @@ once.
 from __future__ import annotations
 
 import builtins
+import math
 import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import numpy as np
@@ -39,6 +44,8 @@ __all__ = [
     "DEFAULT_COLLECTION_PREFIX",
     "MAX_PREFIX_CHARS",
     "MAX_QUERY_RESULTS",
+    "SELF_SEARCH_DEPTH",
+    "TIE_DISTANCE",
     "ChromaIndex",
     "IndexRow",
     "Neighbour",
@@ -52,8 +59,15 @@ DEFAULT_COLLECTION_PREFIX = "agentmemory"
 MAX_QUERY_RESULTS = 10_000
 """The most neighbours one query asks a collection for. Chroma reads a query's results with one
 SQL statement binding every id, and sqlite allows 32,766 bound variables: ``n_results=40000`` on a
-big collection failed with "too many SQL variables". A vector leg therefore returns at most this
-many entries per scope (docs/storage.md#one-collection-per-scope)."""
+big collection failed with "too many SQL variables". A vector leg therefore returns at most as
+many entries per scope as the first this many vectors hold (docs/storage.md#one-collection-per-scope)."""
+
+SELF_SEARCH_DEPTH = 10
+"""How deep :meth:`ChromaIndex.self_search` looks for an entry's own vector (docs/storage.md#self-queries)."""
+
+TIE_DISTANCE = 1e-6
+"""Cosine distance at or under which two vectors are the same: a self-query that returns such a
+neighbour found the vector, whichever of the identical ones came back."""
 
 MAX_PREFIX_CHARS = 200
 """The longest collection prefix; with ``_`` and a 64-byte scope it stays under Chroma's 512."""
@@ -66,9 +80,10 @@ _Result = TypeVar("_Result")
 Metadata = dict[str, str | int | float | bool | None]
 
 
-def vector_id(scope: str, name: str) -> str:
-    """The id of the vector of entry ``scope/name``: ``"<scope>/<name>"``."""
-    return f"{scope}/{name}"
+def vector_id(scope: str, name: str, window: int = 0) -> str:
+    """The id of window ``window`` of entry ``scope/name``: ``"<scope>/<name>"`` for window 0,
+    ``"<scope>/<name>#<window>"`` for the others."""
+    return f"{scope}/{name}" if window == 0 else f"{scope}/{name}#{window}"
 
 
 def check_prefix(prefix: str) -> str:
@@ -91,8 +106,14 @@ def check_prefix(prefix: str) -> str:
 
 
 def _entry_name(vid: str) -> str:
-    """The entry name in a vector id (the part after the first ``/``)."""
-    return vid.partition("/")[2]
+    """The entry name in a vector id (after the first ``/``, before any ``#``)."""
+    return vid.partition("/")[2].partition("#")[0]
+
+
+def _windows_of(meta: Any) -> tuple[int, int]:
+    """``(window, windows)`` of a vector's metadata; ``(0, 1)`` for one written before windows."""
+    meta = meta or {}
+    return int(meta.get("window", 0) or 0), max(1, int(meta.get("windows", 1) or 1))
 
 
 def _not_found() -> type[Exception]:
@@ -103,34 +124,75 @@ def _not_found() -> type[Exception]:
 
 @dataclass(frozen=True, slots=True)
 class IndexRow:
-    """One entry's vector as :meth:`ChromaIndex.upsert` writes it.
+    """One entry's vectors as :meth:`ChromaIndex.upsert` writes them.
 
     Attributes:
         name: the entry's name (the scope is given to ``upsert``).
         hash: the entry's content hash (``"sha256:<hex>"``).
-        text_hash: the hash of the text that was embedded (``content_hash(embedding_text(e))``).
-        vector: the ``(dim,)`` float32 embedding.
+        text_hash: the hash of the whole text that was embedded
+            (``content_hash(embedding_text(e))``), the same on every window.
+        vectors: the ``(w, dim)`` float32 embeddings of the entry's ``w`` windows, in order
+            (docs/recall.md#windows); a ``(dim,)`` vector is taken as one window.
+
+    Raises:
+        ValueError: ``vectors`` is not 1-D or 2-D, or has no row.
     """
 
     name: str
     hash: str
     text_hash: str
-    vector: npt.NDArray[np.float32]
+    vectors: npt.NDArray[np.float32]
+
+    def __post_init__(self) -> None:
+        matrix = np.asarray(self.vectors, dtype=np.float32)
+        if matrix.ndim == 1:
+            matrix = matrix[None, :]
+        if matrix.ndim != 2 or matrix.shape[0] < 1:
+            raise ValueError(
+                f"IndexRow {self.name!r}: vectors has shape {matrix.shape}; it must be "
+                "(windows, dim) with at least one window"
+            )
+        object.__setattr__(self, "vectors", matrix)
+
+    @property
+    def windows(self) -> int:
+        """The number of windows (rows of ``vectors``)."""
+        return int(self.vectors.shape[0])
 
 
 @dataclass(frozen=True, slots=True)
 class Neighbour:
-    """One answer of :meth:`ChromaIndex.query`.
+    """One answer of :meth:`ChromaIndex.query`: an entry, scored by its nearest window.
 
     Attributes:
         name: the entry's name.
-        text_hash: the ``text_hash`` the vector was stored with (``None`` when it has none).
-        distance: Chroma's cosine distance, ``1 - cosine similarity`` (unitless, in [0, 2]).
+        text_hash: the ``text_hash`` the window was stored with (``None`` when it has none).
+        distance: Chroma's cosine distance of the entry's nearest window,
+            ``1 - cosine similarity`` (unitless, in [0, 2]).
+        window: that window's number (0 for the start of the text).
     """
 
     name: str
     text_hash: str | None
     distance: float
+    window: int = 0
+
+
+@dataclass(slots=True)
+class _Seen:
+    """What a scan found of one entry's windows."""
+
+    text_hash: str = ""
+    windows: int = 0  # the count window 0 records (0: no window 0)
+    found: dict[int, tuple[str, int]] = field(default_factory=dict)
+
+    def held(self) -> str:
+        """The entry's text hash when its windows are whole and agree, else ``""``."""
+        if self.windows < 1 or set(self.found) != set(range(self.windows)):
+            return ""
+        if any(v != (self.text_hash, self.windows) for v in self.found.values()):
+            return ""
+        return self.text_hash
 
 
 class ChromaIndex:
@@ -155,6 +217,8 @@ class ChromaIndex:
         self._prefix = check_prefix(prefix)
         self._lock = threading.Lock()
         self._collections: dict[str, Any] = {}
+        self._spread: dict[str, float] = {}  # vectors per distinct entry in a scope's answers
+        self._max_batch: int | None = None
 
     @property
     def client(self) -> Any:
@@ -169,7 +233,9 @@ class ChromaIndex:
     def max_batch_size(self) -> int:
         """The most vectors one Chroma call may carry (the client's ``get_max_batch_size()``;
         5,461 for Chroma 1.5.9, docs/storage.md#batches)."""
-        return int(self._client.get_max_batch_size())
+        if self._max_batch is None:
+            self._max_batch = max(1, int(self._client.get_max_batch_size()))
+        return self._max_batch
 
     def collection_name(self, scope: str) -> str:
         """The collection name of ``scope``: ``<prefix>_<scope>``."""
@@ -188,28 +254,83 @@ class ChromaIndex:
     # -- writes ------------------------------------------------------------------------------
 
     def upsert(self, scope: str, rows: Sequence[IndexRow]) -> None:
-        """Write the vectors of ``rows`` into ``scope``'s collection (created when missing),
-        replacing the vectors those entries had; one Chroma call (keep ``rows`` within
-        :meth:`max_batch_size`). Nothing happens for ``[]``."""
+        """Write every window of ``rows`` into ``scope``'s collection (created when missing),
+        replacing the vectors those entries had. An entry that had more windows than it has
+        now loses the surplus first (their ids come from the count window 0 records), so a
+        process stopped midway leaves window 0's count naming them and a replay removes them.
+        Entries are written whole, several per Chroma call within :meth:`max_batch_size`
+        vectors. Nothing happens for ``[]``."""
         if not rows:
             return
-        ids = [vector_id(scope, r.name) for r in rows]
-        matrix = np.stack([r.vector for r in rows])
-        metas: builtins.list[Metadata] = [
-            {"scope": scope, "name": r.name, "hash": r.hash, "text_hash": r.text_hash} for r in rows
+        counts = self.window_counts(scope, [r.name for r in rows])
+        surplus = [
+            vector_id(scope, r.name, k)
+            for r in rows
+            for k in range(r.windows, counts.get(r.name, 0))
         ]
+        if surplus:
+            self._run(scope, lambda col: col.delete(ids=surplus), create=False)
+        step = self.max_batch_size()
+        part: builtins.list[IndexRow] = []
+        size = 0
+        for r in rows:
+            if part and size + r.windows > step:
+                self._write(scope, part)
+                part, size = [], 0
+            part.append(r)
+            size += r.windows
+        self._write(scope, part)
+
+    def _write(self, scope: str, rows: Sequence[IndexRow]) -> None:
+        """One Chroma upsert of every window of ``rows``."""
+        ids: builtins.list[str] = []
+        metas: builtins.list[Metadata] = []
+        for r in rows:
+            for k in range(r.windows):
+                ids.append(vector_id(scope, r.name, k))
+                metas.append(
+                    {
+                        "scope": scope,
+                        "name": r.name,
+                        "hash": r.hash,
+                        "text_hash": r.text_hash,
+                        "window": k,
+                        "windows": r.windows,
+                    }
+                )
+        matrix = np.concatenate([r.vectors for r in rows])
 
         def write(col: Any) -> None:
             col.upsert(ids=ids, embeddings=matrix, metadatas=metas)
 
         self._run(scope, write, create=True)
 
-    def delete(self, scope: str, names: Sequence[str]) -> None:
-        """Remove every vector of the entries ``names`` of ``scope``; names without a vector,
-        and a scope without a collection, are no error."""
+    def delete(self, scope: str, names: Sequence[str], *, by_name: bool = False) -> None:
+        """Remove every window of the entries ``names`` of ``scope``; names without a vector,
+        and a scope without a collection, are no error.
+
+        By default the ids come from the window count window 0 records (one read, then one
+        delete by id: 23 ms against 47 ms for a ``where`` on ``name`` at 100k vectors,
+        docs/storage.md#ids-and-metadata). ``by_name`` deletes every vector whose metadata
+        names the entries (a ``where`` on ``name``), which also finds windows a count no longer
+        names; :meth:`IndexSync.sync` uses it to repair."""
         if not names:
             return
-        ids = [vector_id(scope, n) for n in names]
+        wanted = builtins.list(dict.fromkeys(names))
+        if by_name:
+            step = 512
+            for start in range(0, len(wanted), step):
+                part = wanted[start : start + step]
+
+                def remove_named(col: Any, part: builtins.list[str] = part) -> None:
+                    col.delete(where={"name": {"$in": part}})
+
+                self._run(scope, remove_named, create=False)
+            return
+        counts = self.window_counts(scope, wanted)
+        ids = [vector_id(scope, n, k) for n, w in counts.items() for k in range(w)]
+        if not ids:
+            return
 
         def remove(col: Any) -> None:
             col.delete(ids=ids)
@@ -227,12 +348,13 @@ class ChromaIndex:
             pass
 
     def rebuild(self, scope: str) -> int:
-        """Copy ``scope``'s vectors (ids, ``(dim,)`` float32 embeddings, metadata) out, drop the
-        collection and write them into a new one; return how many were copied (0, and nothing
-        done, when the scope has no collection). Chroma keeps a deleted vector in its segment
-        files and its write log until the collection goes; this is how a purge removes it
-        (docs/storage.md#purge-and-the-files). A process killed between the drop and the
-        writes leaves the scope's vectors missing; ``ChromaStore.repair`` embeds them again.
+        """Copy ``scope``'s vectors (ids, ``(dim,)`` float32 embeddings, metadata, every
+        window) out, drop the collection and write them into a new one; return how many
+        entries were copied (0, and nothing done, when the scope has no collection). Chroma
+        keeps a deleted vector in its segment files and its write log until the collection
+        goes; this is how a purge removes it (docs/storage.md#purge-and-the-files). A process
+        killed between the drop and the writes leaves the scope's vectors missing;
+        ``ChromaStore.repair`` embeds them again.
         """
 
         def fetch(col: Any) -> Any:
@@ -241,39 +363,84 @@ class ChromaIndex:
         got = self._run(scope, fetch, create=False)
         if got is None:
             return 0
-        rows = [
-            IndexRow(
-                name=_entry_name(vid),
-                hash=str((meta or {}).get("hash", "")),
-                text_hash=str((meta or {}).get("text_hash", "")),
-                vector=np.asarray(vec, dtype=np.float32),
-            )
-            for vid, vec, meta in zip(got["ids"], got["embeddings"], got["metadatas"], strict=True)
-        ]
+        ids = builtins.list(got["ids"])
+        metas = builtins.list(got["metadatas"] or [])
+        vectors = np.asarray(got["embeddings"], dtype=np.float32)
         self.drop(scope)
-        step = max(1, self.max_batch_size())
-        for start in range(0, len(rows), step):
-            self.upsert(scope, rows[start : start + step])
-        return len(rows)
+        step = self.max_batch_size()
+        for start in range(0, len(ids), step):
+            part = slice(start, start + step)
+
+            def write(col: Any, part: slice = part) -> None:
+                col.upsert(ids=ids[part], embeddings=vectors[part], metadatas=metas[part])
+
+            self._run(scope, write, create=True)
+        return len({_entry_name(vid) for vid in ids})
 
     # -- reads -------------------------------------------------------------------------------
 
-    def held(self, scope: str, names: Sequence[str]) -> dict[str, str]:
-        """The ``text_hash`` of each of the entries ``names`` of ``scope`` that has a vector
-        (``""`` for a vector without one), by name."""
+    def window_counts(self, scope: str, names: Sequence[str]) -> dict[str, int]:
+        """The window count window 0 of each of the entries ``names`` records, for those that
+        have a window 0 (1 for a vector written before windows), by name. One Chroma read."""
         if not names:
             return {}
-        ids = [vector_id(scope, n) for n in names]
+        ids = [vector_id(scope, n) for n in dict.fromkeys(names)]
 
         def fetch(col: Any) -> Any:
             return col.get(ids=ids, include=["metadatas"])
 
         got = self._run(scope, fetch, create=False)
-        return {} if got is None else self._hashes(got)
+        if got is None:
+            return {}
+        return {
+            _entry_name(vid): _windows_of(meta)[1]
+            for vid, meta in zip(got["ids"], got["metadatas"] or [], strict=False)
+        }
+
+    def held(self, scope: str, names: Sequence[str]) -> dict[str, str]:
+        """The ``text_hash`` of each of the entries ``names`` of ``scope`` that has a vector,
+        by name: ``""`` for a vector without one, and for an entry whose windows are not whole
+        (a window missing, or windows of other texts or counts), which reads as stale. Two
+        Chroma reads at most (window 0, then the other windows of multi-window entries)."""
+        if not names:
+            return {}
+        ids = [vector_id(scope, n) for n in dict.fromkeys(names)]
+
+        def fetch(col: Any, ids: builtins.list[str] = ids) -> Any:
+            return col.get(ids=ids, include=["metadatas"])
+
+        got = self._run(scope, fetch, create=False)
+        if got is None:
+            return {}
+        seen: dict[str, _Seen] = {}
+        more: builtins.list[str] = []
+        self._collect(got, seen)
+        for name, s in seen.items():
+            more += [vector_id(scope, name, k) for k in range(1, s.windows)]
+        if more:
+            rest = self._run(scope, lambda col: fetch(col, more), create=False)
+            if rest is not None:
+                self._collect(rest, seen)
+        return {name: s.held() for name, s in seen.items()}
+
+    @staticmethod
+    def _collect(got: Any, seen: dict[str, _Seen]) -> None:
+        """Add a Chroma ``get`` answer (ids and metadata) to ``seen``, by entry."""
+        for vid, meta in zip(got["ids"], got["metadatas"] or [], strict=False):
+            s = seen.setdefault(_entry_name(vid), _Seen())
+            window, windows = _windows_of(meta)
+            held = str((meta or {}).get("text_hash", ""))
+            s.found[window] = (held, windows)
+            if window == 0:
+                s.text_hash, s.windows = held, windows
 
     def iter_held(self, scope: str, batch: int) -> Iterator[dict[str, str]]:
-        """Every vector of ``scope`` as ``{name: text_hash}``, ``batch`` vectors at a time (by
-        Chroma's offset paging; nothing when the scope has no collection)."""
+        """Every entry of ``scope`` with a vector, as ``{name: text_hash}`` pages of at most
+        ``batch`` entries (``""`` for an entry without a hash or whose windows are not whole,
+        as :meth:`held` says); nothing when the scope has no collection. An entry's windows
+        may lie anywhere in Chroma's order, so the scope's metadata is read first (by offset
+        paging, ``batch`` vectors at a time) and the pages come after."""
+        seen: dict[str, _Seen] = {}
         offset = 0
         while True:
 
@@ -282,41 +449,117 @@ class ChromaIndex:
 
             got = self._run(scope, page, create=False)
             if got is None or not got["ids"]:
-                return
-            yield self._hashes(got)
+                break
+            self._collect(got, seen)
             offset += len(got["ids"])
             if len(got["ids"]) < batch:
-                return
+                break
+        names = sorted(seen)
+        for start in range(0, len(names), max(1, batch)):
+            yield {n: seen[n].held() for n in names[start : start + max(1, batch)]}
 
     def query(
         self, scope: str, vector: npt.NDArray[np.float32], n: int
     ) -> builtins.list[Neighbour]:
-        """The at most ``n`` vectors of ``scope`` nearest the ``(dim,)`` float32 ``vector``,
-        nearest first (Chroma's HNSW search: approximate); ``[]`` when the scope has no
-        collection. ``n`` is capped at :data:`MAX_QUERY_RESULTS`."""
-        n = min(n, MAX_QUERY_RESULTS)
+        """The at most ``n`` entries of ``scope`` whose windows are nearest the ``(dim,)``
+        float32 ``vector``, nearest first, each scored by its nearest window (its first place
+        in Chroma's ranked answer: HNSW search, approximate); ``[]`` when the scope has no
+        collection.
+
+        When windows of one entry crowd the answer, Chroma is asked again for more
+        neighbours (at least twice as many) until ``n`` entries are found, the collection is
+        exhausted, or :data:`MAX_QUERY_RESULTS` vectors were asked for. The first ask is ``n``
+        times the vectors per entry the scope's last answer had (1 at first), so a scope of
+        long entries usually needs one ask."""
+        if n < 1:
+            return []
+        spread = self._spread.get(scope, 1.0)
+        want = min(MAX_QUERY_RESULTS, max(n, math.ceil(n * spread)))
+        while True:
+
+            def run(col: Any, want: int = want) -> Any:
+                return col.query(
+                    query_embeddings=vector[None, :],
+                    n_results=want,
+                    include=["metadatas", "distances"],
+                )
+
+            got = self._run(scope, run, create=False)
+            if got is None:
+                return []
+            ids = got["ids"][0]
+            metas = (got["metadatas"] or [[]])[0]
+            dists = (got["distances"] or [[]])[0]
+            best: dict[str, Neighbour] = {}
+            for vid, meta, dist in zip(ids, metas, dists, strict=False):
+                name = _entry_name(vid)
+                if name in best:
+                    continue
+                held = (meta or {}).get("text_hash")
+                best[name] = Neighbour(
+                    name, None if held is None else str(held), float(dist), _windows_of(meta)[0]
+                )
+            if best and len(ids) >= want:
+                self._spread[scope] = len(ids) / len(best)
+            if len(best) >= n or len(ids) < want or want >= MAX_QUERY_RESULTS:
+                return builtins.list(best.values())[:n]
+            want = min(MAX_QUERY_RESULTS, 2 * want + (n - len(best)))
+
+    def self_search(
+        self, scope: str, names: Sequence[str], *, depth: int = SELF_SEARCH_DEPTH
+    ) -> dict[str, bool]:
+        """For each of the entries ``names`` of ``scope``: whether a search with its own
+        window-0 vector, read back from Chroma by id, finds it among the first ``depth``
+        neighbours (or finds a vector identical to it, within :data:`TIE_DISTANCE`: identical
+        texts cannot be told apart). An entry whose vector cannot be read back (Chroma fails
+        to find the id, as after a lost segment file) is not found. One read and one batched
+        query per call, plus one read per entry when the batched read fails
+        (docs/storage.md#self-queries)."""
+        wanted = builtins.list(dict.fromkeys(names))
+        if not wanted:
+            return {}
+        vectors: dict[str, npt.NDArray[np.float32]] = {}
+
+        def read(col: Any, ids: builtins.list[str]) -> Any:
+            return col.get(ids=ids, include=["embeddings"])
+
+        def keep(got: Any) -> None:
+            if got is None or got["embeddings"] is None:
+                return
+            for vid, vec in zip(got["ids"], got["embeddings"], strict=False):
+                vectors[_entry_name(vid)] = np.asarray(vec, dtype=np.float32)
+
+        ids = [vector_id(scope, n) for n in wanted]
+        try:
+            keep(self._run(scope, lambda col: read(col, ids), create=False))
+        except Exception:  # some id cannot be read: read them one by one
+            for vid in ids:
+                try:
+                    keep(self._run(scope, lambda col, vid=vid: read(col, [vid]), create=False))
+                except Exception:  # noqa: S112 - that entry is unsearchable; go on
+                    continue
+        out = dict.fromkeys(wanted, False)
+        readable = [n for n in wanted if n in vectors]
+        if not readable:
+            return out
+        matrix = np.stack([vectors[n] for n in readable])
 
         def run(col: Any) -> Any:
-            return col.query(
-                query_embeddings=vector[None, :], n_results=n, include=["metadatas", "distances"]
-            )
+            return col.query(query_embeddings=matrix, n_results=depth, include=["distances"])
 
-        got = self._run(scope, run, create=False)
+        try:
+            got = self._run(scope, run, create=False)
+        except Exception:  # the index cannot be searched at all: nothing is found
+            return out
         if got is None:
-            return []
-        ids = got["ids"][0]
-        metas = (got["metadatas"] or [[]])[0]
-        dists = (got["distances"] or [[]])[0]
-        out = []
-        for vid, meta, dist in zip(ids, metas, dists, strict=False):
-            held = (meta or {}).get("text_hash")
-            out.append(
-                Neighbour(_entry_name(vid), None if held is None else str(held), float(dist))
-            )
+            return out
+        for name, row, dists in zip(readable, got["ids"], got["distances"] or [], strict=False):
+            names_found = {_entry_name(vid) for vid in row}
+            out[name] = name in names_found or any(d <= TIE_DISTANCE for d in dists)
         return out
 
-    def count(self, scope: str) -> int:
-        """The number of vectors in ``scope``'s collection (0 when there is none)."""
+    def vector_count(self, scope: str) -> int:
+        """The number of vectors (windows) in ``scope``'s collection (0 when there is none)."""
 
         def size(col: Any) -> int:
             return int(col.count())
@@ -324,14 +567,18 @@ class ChromaIndex:
         got = self._run(scope, size, create=False)
         return 0 if got is None else int(got)
 
-    # -- collections -------------------------------------------------------------------------
+    def count(self, scope: str) -> int:
+        """The number of entries with a window 0 in ``scope``'s collection (0 when there is
+        none): the vectors less those of windows past the first (a ``where`` on ``window``)."""
 
-    @staticmethod
-    def _hashes(got: Any) -> dict[str, str]:
-        return {
-            _entry_name(vid): str((meta or {}).get("text_hash", ""))
-            for vid, meta in zip(got["ids"], got["metadatas"] or [], strict=False)
-        }
+        def size(col: Any) -> int:
+            later = col.get(where={"window": {"$gt": 0}}, include=[])
+            return int(col.count()) - len(later["ids"])
+
+        got = self._run(scope, size, create=False)
+        return 0 if got is None else int(got)
+
+    # -- collections -------------------------------------------------------------------------
 
     def _collection(self, scope: str, *, create: bool) -> Any:
         """The scope's collection (cached), created when ``create``; ``None`` when it does not

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self, Unpack
 import numpy as np
 import numpy.typing as npt
 
-from embedders import Embedder, same_vectors
+from embedders import Embedder, same_vectors, window_layout
 from recallers import (
     DEFAULT_FUSION,
     DEFAULT_RERANK_CANDIDATES,
@@ -296,8 +296,12 @@ class ChromaStore:
             self.reindex()
         elif fresh and not (self._read_only and not self._embedded):
             # a reader on a server leaves indexing to the writers (docs/storage.md#reads-do-not-write)
+            layout = window_layout(self._embedder)
+            self._follower.adopt_layout(layout)
             self._follower.warn_lost()
             self._follower.replay()
+            # an index made before windows (or with other windows) re-embeds its long entries
+            self._follower.relayout(layout, batch=self._batch)
         self._finish_purge()
 
     # -- properties --------------------------------------------------------------------------
@@ -648,7 +652,7 @@ class ChromaStore:
         check_purge(scope, name, reason)
         self._journal.set_state(self._keys.purge, scope)
         receipt = self._journal.purge(scope, name, reason=reason, session=session)
-        vectors = len(self._index.held(scope, [name]))
+        vectors = sum(self._index.window_counts(scope, [name]).values())
         written = [c for c in (receipt.tombstone, receipt.record) if c is not None]
         self._after_commit(written)
         rewritten = self._scrub_index(scope)
@@ -778,7 +782,7 @@ class ChromaStore:
         Raises what the embedder or Chroma raise; the index is then no worse than before.
         """
         self._check_open()
-        return self._following().repair(keep=keep)
+        return self._following().repair(keep=keep, batch=self._batch)
 
     def reindex(self) -> int:
         """Rebuild the index from the journal with this store's embedder: drop the store's
@@ -792,7 +796,9 @@ class ChromaStore:
         journal and embeds only what is still missing.
         """
         self._check_open()
-        return self._following().reindex(self._embedder.fingerprint, batch=self._batch)
+        return self._following().reindex(
+            self._embedder.fingerprint, batch=self._batch, layout=window_layout(self._embedder)
+        )
 
     # -- lifetime ----------------------------------------------------------------------------
 

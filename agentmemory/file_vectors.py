@@ -1,11 +1,12 @@
 """The vector index of a Markdown folder: Chroma collections beside the files, following the
 journal (docs/filestore-format.md#the-vector-index).
 
-:class:`~agentmemory.FileStore` opened with an embedder keeps one vector per live entry in an
-embedded Chroma client under ``<folder>/.vectors/`` (a hidden folder, so never a scope), one
+:class:`~agentmemory.FileStore` opened with an embedder keeps the vectors of every live entry
+(one per window of its text, docs/recall.md#windows) in an embedded Chroma client under ``<folder>/.vectors/`` (a hidden folder, so never a scope), one
 collection per scope as :class:`~agentmemory.chroma_index.ChromaIndex` lays them out. The index
 follows ``journal.jsonl``: its cursor, ``.vectors/cursor.json``, records the journal offset it has
-applied, the journal's head hash and the embedder's fingerprint. :meth:`FolderVectors.catch_up`
+applied, the journal's head hash, the embedder's fingerprint and its window layout (a folder
+indexed with another layout, or before windows, is indexed again from the start when it opens). :meth:`FolderVectors.catch_up`
 reads the records after the offset (only those), keeps each entry's last state, and embeds and
 upserts the live ones and deletes the forgotten ones. A person's edit reaches the index once it is
 journaled (the next write to the entry, or ``reconcile()``).
@@ -27,14 +28,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from embedders import Embedder, same_vectors
+from embedders import WHOLE_TEXT, Embedder, same_vectors, window_layout
 
 from .atomic_write import write_atomic
 from .chroma_index import DEFAULT_COLLECTION_PREFIX, ChromaIndex, IndexRow
 from .chroma_registry import close_folder, open_folder
 from .entries import Change, Entry
 from .errors import EmbedderMismatchError
-from .index_sync import embedding_text, text_hash
+from .index_sync import embed_entries
 from .journal_file import JOURNAL_NAME, journal_head, scan_journal
 from .rules import check_scope
 
@@ -83,9 +84,11 @@ class FolderVectors:
             if isinstance(recorded, str) and not reindex and not same_vectors(recorded, given):
                 raise EmbedderMismatchError(str(root), recorded, given)
             self._fingerprint = recorded if isinstance(recorded, str) and not reindex else given
+            self._layout = window_layout(embedder)
+            relayout = saved is not None and saved.get("windows", WHOLE_TEXT) != self._layout
             self._off = int(saved.get("off", 0)) if saved and not reindex else 0
             self._head = str(saved.get("head", "")) if saved and not reindex else ""
-            if reindex or saved is None:
+            if reindex or saved is None or relayout:
                 self._drop_all()
             self.catch_up()
         except BaseException:
@@ -110,7 +113,12 @@ class FolderVectors:
         return d if isinstance(d, dict) else None
 
     def _save_cursor(self) -> None:
-        data = {"off": self._off, "head": self._head, "embedder": self._fingerprint}
+        data = {
+            "off": self._off,
+            "head": self._head,
+            "embedder": self._fingerprint,
+            "windows": self._layout,
+        }
         write_atomic(self._folder / CURSOR_NAME, (json.dumps(data) + "\n").encode(), sync=False)
 
     def _drop_all(self) -> None:
@@ -164,11 +172,11 @@ class FolderVectors:
             self._index.delete(scope, names)
         for i in range(0, len(live), EMBED_BATCH):
             chunk = live[i : i + EMBED_BATCH]
-            texts = [embedding_text(e) for e in chunk]
-            vectors = np.asarray(self._embedder.embed(texts), dtype=np.float32)
+            vectors = embed_entries(self._embedder, chunk, batch=EMBED_BATCH)
             rows: dict[str, builtins.list[IndexRow]] = {}
-            for e, vec in zip(chunk, vectors, strict=True):
-                rows.setdefault(e.scope, []).append(IndexRow(e.name, e.hash, text_hash(e), vec))
+            for e in chunk:
+                held, matrix = vectors[(e.scope, e.name)]
+                rows.setdefault(e.scope, []).append(IndexRow(e.name, e.hash, held, matrix))
             for scope, scope_rows in rows.items():
                 self._index.upsert(scope, scope_rows)
 
@@ -176,8 +184,9 @@ class FolderVectors:
         self, vector: npt.ArrayLike, *, limit: int, scopes: Sequence[str]
     ) -> builtins.list[tuple[str, str, float]]:
         """The at most ``limit`` entries of ``scopes`` nearest the ``(dim,)`` ``vector``, as
-        ``(scope, name, cosine similarity)``, nearest first; ties by the scope's position in
-        ``scopes``, then name. Catches up with the journal first.
+        ``(scope, name, cosine similarity)``, nearest first, each scored by its nearest window
+        (:meth:`ChromaIndex.query`); ties by the scope's position in ``scopes``, then name.
+        Catches up with the journal first.
 
         Raises:
             ValueError: ``vector`` is not ``(dim,)`` (or ``(1, dim)``) for the embedder.
@@ -198,10 +207,7 @@ class FolderVectors:
         hits: builtins.list[tuple[float, int, str, str]] = []
         with self._lock:
             for scope, position in order.items():
-                n_held = self._index.count(scope)
-                if n_held == 0:
-                    continue
-                for n in self._index.query(scope, query, min(limit, n_held)):
+                for n in self._index.query(scope, query, limit):
                     hits.append((1.0 - n.distance, position, scope, n.name))
         hits.sort(key=lambda h: (-h[0], h[1], h[3].encode()))
         return [(scope, name, score) for score, _, scope, name in hits[:limit]]

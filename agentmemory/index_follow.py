@@ -12,6 +12,8 @@ step, using the :class:`~agentmemory.index_cursor.IndexCursor` to know what is a
   ``max(seq)`` read (every search and write can afford it);
 * :meth:`IndexFollower.verify`, :meth:`IndexFollower.repair` and
   :meth:`IndexFollower.reindex` compare, fix and rebuild;
+* :meth:`IndexFollower.relayout` re-embeds, once, the entries whose windows a new window
+  layout changes (an index made before windows holds their first window only);
 * :meth:`IndexFollower.warn_lost` warns when the index lost whole scopes the journal holds.
 
 Writing vectors is :class:`~agentmemory.index_sync.IndexSync`'s job; which records to give it,
@@ -24,6 +26,8 @@ import builtins
 import logging
 import warnings
 from collections.abc import Iterable
+
+from embedders import WHOLE_TEXT
 
 from .chroma_index import ChromaIndex
 from .chroma_registry import SharedIndex
@@ -213,36 +217,95 @@ class IndexFollower:
         if self._journal.get_state(self._keys.lost):
             self._journal.set_state(self._keys.lost, "")
 
+    # -- windows -------------------------------------------------------------------------------
+
+    def adopt_layout(self, layout: str) -> None:
+        """Record ``layout`` as the index's window layout when the index is new (no layout
+        recorded, the cursor at 0 and no collection): whatever is indexed from now on is made
+        with it, so :meth:`relayout` has nothing to redo."""
+        if (
+            self._journal.get_state(self._keys.windows) is None
+            and self.cursor.position == 0
+            and not self._index.scopes()
+        ):
+            self._journal.set_state(self._keys.windows, layout)
+
+    def relayout(self, layout: str, *, batch: int) -> int:
+        """When the index's recorded window layout (``windows`` state key; absent: one vector
+        per entry, ``"whole"``) is not ``layout``, re-embed every live entry whose windows
+        differ (:meth:`IndexSync.relayout`: more than one window now, or held as more than
+        one), ``batch`` entries at a time, then record ``layout``; return how many entries were
+        re-embedded (0 when the layout is the recorded one: one state read). A process stopped
+        midway leaves the old layout recorded, so the next open does it again
+        (docs/storage.md#windows-and-the-index-state)."""
+        recorded = self._journal.get_state(self._keys.windows) or WHOLE_TEXT
+        if recorded == layout:
+            return 0
+        count = 0
+        for live in self._journal.iter_live(batch):
+            count += self._sync.relayout(live)
+        self._journal.set_state(self._keys.windows, layout)
+        if count:
+            logger.warning(
+                "agentmemory: store %s: re-embedded %d entries as windows of %s (the index held "
+                "them as %s); done once",
+                self._where,
+                count,
+                layout,
+                recorded,
+            )
+        return count
+
     # -- checking and rebuilding -------------------------------------------------------------
 
     def verify(self) -> IndexReport:
-        """Compare the index with the journal (:meth:`IndexSync.compare`); changes nothing."""
+        """Compare the index with the journal (:meth:`IndexSync.compare`, self-queries
+        included); changes nothing."""
         return self._sync.compare(cursor=self.cursor.position)
 
-    def repair(self, *, keep: Iterable[str] = ()) -> IndexReport:
-        """Apply what the cursor has not seen, then fix every key :meth:`verify` finds missing,
-        stale or extra (embedding only those), except the extra keys in ``keep``
-        (``"scope/name"``). Returns the report of a second verify; when it is clean, the cursor
-        moves to the journal's end and the lost scopes are forgotten. Raises what the embedder
-        or Chroma raise; the index is then no worse than before."""
+    def repair(self, *, keep: Iterable[str] = (), batch: int = 512) -> IndexReport:
+        """Apply what the cursor has not seen, rebuild from the journal every scope whose
+        self-queries failed (its collection dropped, every live entry of the scope embedded,
+        ``batch`` at a time: a scope Chroma cannot search is not fixed by writing more vectors
+        into it; docs/storage.md#self-queries), then fix every other key :meth:`verify` finds
+        missing, stale or extra (embedding only those; every vector naming the key is removed
+        first), except the extra keys in ``keep`` (``"scope/name"``). Returns the report of a
+        second verify; when it is clean, the cursor moves to the journal's end and the lost
+        scopes are forgotten. Raises what the embedder or Chroma raise; the index is then no
+        worse than before."""
         head = self._journal.last_seq()
         self.catch_up(force=True)
         found = self.verify()
+        rebuilt = set(found.unsearchable_scopes)
+        for scope in sorted(rebuilt):
+            self.rebuild_scope(scope, batch=batch)
         kept = set(keep)
         wrong = [*found.missing, *found.stale, *(k for k in found.extra if k not in kept)]
-        if wrong:
-            pairs = [(k.partition("/")[0], k.partition("/")[2]) for k in wrong]
-            self._sync.sync(pairs, check_index=False)
+        pairs = [(k.partition("/")[0], k.partition("/")[2]) for k in wrong]
+        pairs = [(s, n) for s, n in pairs if s not in rebuilt]
+        if pairs:
+            self._sync.sync(pairs, check_index=False, by_name=True)
         after = self.verify()
         if after.ok:
             self.reset_cursor(head)
             self.clear_lost()
         return after
 
-    def reindex(self, fingerprint: str, *, batch: int) -> int:
-        """Rebuild the index from the journal with the embedder of ``fingerprint`` (recorded
-        first): drop the collections, embed every live entry ``batch`` at a time; return the
-        number of entries indexed.
+    def rebuild_scope(self, scope: str, *, batch: int) -> int:
+        """Drop ``scope``'s collection and embed every live entry of the scope from the
+        journal, ``batch`` at a time; return how many entries were indexed. Writes to the
+        scope made meanwhile wait for the drop, then land in the new collection."""
+        with self._shared.write_lock:
+            self._index.drop(scope)
+        keys = [(scope, e.name) for e in self._journal.list(scope)]
+        for start in range(0, len(keys), batch):
+            self._sync.sync(keys[start : start + batch], check_index=False)
+        return len(keys)
+
+    def reindex(self, fingerprint: str, *, batch: int, layout: str) -> int:
+        """Rebuild the index from the journal with the embedder of ``fingerprint`` and window
+        layout ``layout`` (both recorded first): drop the collections, embed every window of
+        every live entry ``batch`` entries at a time; return the number of entries indexed.
 
         Writes made meanwhile (by any handle) wait for the collections to be dropped, then land
         in the new ones. The cursor is set back to 0 before anything is dropped, so a rebuild
@@ -252,6 +315,7 @@ class IndexFollower:
             head = self._journal.last_seq()
             shared.cursor.rewind(self._journal)
             self._journal.set_state(self._keys.embedder, fingerprint)
+            self._journal.set_state(self._keys.windows, layout)
             shared.fingerprint = fingerprint
             for scope in self._index.scopes():
                 self._index.drop(scope)

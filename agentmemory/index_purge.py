@@ -30,7 +30,7 @@ def scrub_index(
     Returns what was done, one line each, for a purge receipt."""
     with lock:
         kept = index.rebuild(scope)
-        out = [f"Chroma collection {index.collection_name(scope)} rebuilt ({kept} vectors)"]
+        out = [f"Chroma collection {index.collection_name(scope)} rebuilt ({kept} entries)"]
         if folder is None:
             out.append("Chroma server: its files are not reachable from this process")
             return out

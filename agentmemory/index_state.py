@@ -1,12 +1,15 @@
 """The state a vector index keeps in its journal, and which embedder may open the index.
 
-A :class:`~agentmemory.ChromaStore` keeps four values in its journal's ``store_state`` table
+A :class:`~agentmemory.ChromaStore` keeps five values in its journal's ``store_state`` table
 (docs/storage.md#the-index-cursor, docs/storage.md#the-embedder-fingerprint), under keys
 ``chroma-index:<kind>:<prefix>:<what>``, ``kind`` being ``embedded`` (the folder's own Chroma
 files) or ``client`` (a Chroma server), ``prefix`` the collection prefix:
 
 * ``cursor``: every journal record up to this ``seq`` is applied to the index;
 * ``embedder``: the fingerprint of the embedder the vectors were made with;
+* ``windows``: the window layout the vectors were made with (``embedders.window_layout``,
+  docs/storage.md#windows-and-the-index-state); absent in an index made before windows, which
+  held one vector per entry (``"whole"``);
 * ``lost``: the scopes the index was found to have lost (a deleted Chroma folder), until a
   reindex or a clean repair;
 * ``purge``: the scope of a purge whose index part has not finished.
@@ -55,6 +58,11 @@ class IndexStateKeys:
     def embedder(self) -> str:
         """The key of the recorded embedder fingerprint."""
         return self._key("embedder")
+
+    @property
+    def windows(self) -> str:
+        """The key of the recorded window layout (absent: ``"whole"``, one vector per entry)."""
+        return self._key("windows")
 
     @property
     def lost(self) -> str:

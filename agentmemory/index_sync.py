@@ -1,12 +1,14 @@
 """IndexSync: bring a ChromaIndex in line with the journal's live entries, and compare the two.
 
-The journal (a :class:`~agentmemory.SqliteStore`) is the truth; the index must hold one vector
-per live entry, made from :func:`embedding_text` of that entry, and nothing for an entry that is
-not live. :meth:`IndexSync.sync` makes it so for given keys: embed outside the index lock (the
-slow part), then under it write the index and read the journal's live state of the keys once; a
-key another writer changed meanwhile is written again from the state read, up to
-:data:`SYNC_ROUNDS` times (docs/storage.md#a-failed-index-update). :meth:`IndexSync.compare`
-lists what is missing, stale or extra (:class:`IndexReport`).
+The journal (a :class:`~agentmemory.SqliteStore`) is the truth; the index must hold, for each
+live entry, one vector per window of :func:`embedding_text` of that entry
+(:func:`embed_entries`, docs/recall.md#windows), and nothing for an entry that is not live.
+:meth:`IndexSync.sync` makes it so for given keys: embed outside the index lock (the slow part),
+then under it write the index and read the journal's live state of the keys once; a key another
+writer changed meanwhile is written again from the state read, up to :data:`SYNC_ROUNDS` times
+(docs/storage.md#a-failed-index-update). :meth:`IndexSync.compare` lists, per entry, what is
+missing, stale or extra, and searches a sample of each scope's entries with their own vectors
+(:class:`IndexReport`, docs/storage.md#self-queries).
 
 Which journal records are applied (the cursor), and when to sync, is
 :class:`~agentmemory.ChromaStore`'s business, not this module's.
@@ -22,14 +24,23 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from embedders import Embedder
+from embedders import Embedder, text_windows
 
 from .chroma_index import ChromaIndex, IndexRow
 from .entries import Entry, content_hash
 from .errors import IndexOutOfStepError
 from .journal_store import JournalStore
 
-__all__ = ["SYNC_ROUNDS", "IndexReport", "IndexSync", "embedding_text", "text_hash"]
+__all__ = [
+    "SELF_SEARCH_MIN_FOUND",
+    "SELF_SEARCH_SAMPLE",
+    "SYNC_ROUNDS",
+    "IndexReport",
+    "IndexSync",
+    "embed_entries",
+    "embedding_text",
+    "text_hash",
+]
 
 SYNC_ROUNDS = 5
 """How often one index update re-reads and re-applies keys that another process changed while
@@ -39,7 +50,18 @@ Key = tuple[str, str]
 """An entry's ``(scope, name)``."""
 
 Vectors = dict[Key, tuple[str, npt.NDArray[np.float32]]]
-"""Embeddings by key, each with the text hash it was made from."""
+"""Embeddings by key: the text hash they were made from and the ``(w, dim)`` float32 matrix of
+the text's ``w`` windows."""
+
+SELF_SEARCH_SAMPLE = 32
+"""Entries per scope whose own vector :meth:`IndexSync.compare` searches with
+(docs/storage.md#self-queries)."""
+
+SELF_SEARCH_MIN_FOUND = 0.8
+"""The share of a scope's sample that must find itself for the scope to count as searchable. A
+healthy index finds all of a real model's sample; with thousands of near-identical hashing
+vectors HNSW was measured to miss 6 % of self-queries, and a lost segment file leaves about a
+third findable (docs/storage.md#self-queries)."""
 
 
 def embedding_text(entry: Entry) -> str:
@@ -55,6 +77,38 @@ def text_hash(entry: Entry) -> str:
     return content_hash(embedding_text(entry))
 
 
+def embed_entries(embedder: Embedder, entries: Sequence[Entry], *, batch: int) -> Vectors:
+    """Every window of ``entries``' :func:`embedding_text`, embedded ``batch`` entries at a
+    time (the windows of a batch's entries in one ``embed`` call), by key, each with the hash
+    of the whole text (docs/recall.md#windows). The store's index and a Markdown folder's
+    vectors both embed through here.
+
+    Raises:
+        ValueError: the embedder returned another shape than ``(windows, dim)``, or broken
+            windows (:func:`embedders.text_windows`).
+        And what the embedder raises.
+    """
+    out: Vectors = {}
+    dim = embedder.dim
+    step = max(1, batch)
+    for start in range(0, len(entries), step):
+        part = entries[start : start + step]
+        texts = [embedding_text(e) for e in part]
+        windows = [text_windows(embedder, t) for t in texts]
+        flat = [w for ws in windows for w in ws]
+        matrix = np.asarray(embedder.embed(flat), dtype=np.float32)
+        if matrix.shape != (len(flat), dim):
+            raise ValueError(
+                f"embedder {embedder.name} returned an array of shape {matrix.shape} "
+                f"for {len(flat)} texts; expected ({len(flat)}, {dim})"
+            )
+        at = 0
+        for e, text, ws in zip(part, texts, windows, strict=True):
+            out[(e.scope, e.name)] = (content_hash(text), matrix[at : at + len(ws)])
+            at += len(ws)
+    return out
+
+
 def _state(entry: Entry | None) -> str | None:
     """What the index must hold for a key: the text hash of its live entry, or nothing."""
     return None if entry is None else text_hash(entry)
@@ -64,15 +118,26 @@ def _state(entry: Entry | None) -> str | None:
 class IndexReport:
     """What :meth:`ChromaStore.verify` found, comparing the index with the journal.
 
+    Everything is counted per entry, not per vector: an entry is indexed when its windows are
+    in the index (docs/recall.md#windows).
+
     Attributes:
-        ok: no key is missing, stale or extra.
+        ok: no key is missing, stale or extra, and every scope's self-queries found enough of
+            its sample (no ``unsearchable_scopes``).
         missing: keys (``"scope/name"``) live in the journal without a vector, sorted.
-        stale: keys whose vector was made from other text than the live entry's, sorted.
+        stale: keys whose vectors were made from other text than the live entry's, or whose
+            windows are not whole (one missing, or left from another text), sorted.
         extra: keys with a vector that are not live in the journal (forgotten or unknown), sorted.
         live: number of live entries in the journal.
-        indexed: number of vectors in the store's collections.
+        indexed: number of entries with a vector in the store's collections.
         cursor: the index cursor (every record up to this ``seq`` is applied).
         last_seq: the journal's last ``seq`` when the check began.
+        vectors: number of vectors (windows) in the store's collections.
+        searched: entries whose own vector was searched with (docs/storage.md#self-queries).
+        found: how many of them the search found.
+        unsearchable: the searched keys that were not found, sorted.
+        unsearchable_scopes: scopes where under :data:`SELF_SEARCH_MIN_FOUND` of the sample
+            was found, sorted; ``repair()`` rebuilds them from the journal.
     """
 
     ok: bool
@@ -83,23 +148,35 @@ class IndexReport:
     indexed: int = 0
     cursor: int = 0
     last_seq: int = 0
+    vectors: int = 0
+    searched: int = 0
+    found: int = 0
+    unsearchable: list[str] = field(default_factory=list)
+    unsearchable_scopes: list[str] = field(default_factory=list)
+
+    def _searched(self) -> str:
+        return f"self-search found {self.found} of {self.searched} sampled"
 
     def __str__(self) -> str:
+        counts = (
+            f"{self.indexed} entries indexed ({self.vectors} vectors) for {self.live} live "
+            f"entries; {self._searched()}"
+        )
         if self.ok:
-            return f"index ok: {self.indexed} vectors for {self.live} live entries"
+            return f"index ok: {counts}"
         parts = []
         for label, keys in (
             ("missing", self.missing),
             ("stale", self.stale),
             ("extra", self.extra),
+            ("not found by their own vector", self.unsearchable),
         ):
             if keys:
                 shown = ", ".join(keys[:5]) + (", ..." if len(keys) > 5 else "")
                 parts.append(f"{len(keys)} {label} ({shown})")
-        return (
-            f"index out of step: {'; '.join(parts)}; {self.indexed} vectors for {self.live} "
-            "live entries; repair() or reindex() fixes it"
-        )
+        if self.unsearchable_scopes:
+            parts.append(f"scopes not searchable: {', '.join(self.unsearchable_scopes)}")
+        return f"index out of step: {'; '.join(parts)}; {counts}; repair() or reindex() fixes it"
 
 
 class IndexSync:
@@ -133,25 +210,37 @@ class IndexSync:
         self._where = where
 
     def embed(self, entries: Sequence[Entry]) -> Vectors:
-        """Vectors for ``entries`` by key, with the text hash each was made from.
+        """Every window's vector for ``entries`` by key, with the text hash each was made from
+        (:func:`embed_entries`, ``batch`` entries per ``embed`` call).
 
         Raises:
-            ValueError: the embedder returned another shape than ``(len(part), dim)``.
+            ValueError: the embedder returned another shape than ``(windows, dim)``.
         """
-        out: Vectors = {}
-        dim = self._embedder.dim
-        for start in range(0, len(entries), self._batch):
-            part = entries[start : start + self._batch]
-            texts = [embedding_text(e) for e in part]
-            matrix = np.asarray(self._embedder.embed(texts), dtype=np.float32)
-            if matrix.shape != (len(part), dim):
-                raise ValueError(
-                    f"embedder {self._embedder.name} returned an array of shape {matrix.shape} "
-                    f"for {len(part)} texts; expected ({len(part)}, {dim})"
-                )
-            for e, text, row in zip(part, texts, matrix, strict=True):
-                out[(e.scope, e.name)] = (content_hash(text), row)
-        return out
+        return embed_entries(self._embedder, entries, batch=self._batch)
+
+    def window_counts(self, entries: Sequence[Entry]) -> dict[Key, int]:
+        """How many windows each of ``entries``' text has for this embedder, by key (tokenizes
+        every text; embeds nothing)."""
+        return {(e.scope, e.name): len(text_windows(self._embedder, embedding_text(e))) for e in entries}
+
+    def relayout(self, entries: Sequence[Entry]) -> int:
+        """Re-embed those of ``entries`` whose windows differ under this embedder's window
+        layout from what the index holds: each text of more than one window now, and each
+        entry the index holds as more than one; return how many were re-embedded
+        (docs/storage.md#windows-and-the-index-state)."""
+        keys: builtins.list[Key] = []
+        now = self.window_counts(entries)
+        by_scope: dict[str, builtins.list[str]] = {}
+        for scope, name in now:
+            by_scope.setdefault(scope, []).append(name)
+        held: dict[Key, int] = {}
+        for scope, names in by_scope.items():
+            for name, w in self._index.window_counts(scope, names).items():
+                held[(scope, name)] = w
+        keys = [k for k, w in now.items() if w > 1 or held.get(k, 1) > 1]
+        if keys:
+            self.sync(keys, check_index=False)
+        return len(keys)
 
     def indexed(self, keys: Sequence[Key]) -> dict[Key, str]:
         """The text hash the index holds for each of ``keys`` that has a vector."""
@@ -170,12 +259,15 @@ class IndexSync:
         *,
         check_index: bool,
         known: dict[Key, Entry] | None = None,
+        by_name: bool = False,
     ) -> None:
         """Make the index hold exactly the journal's live state of ``keys``, ``batch`` keys at a
         time. With ``check_index``, keys the index already holds right are skipped (nothing is
         embedded for them). ``known`` gives the journal state of every key when the caller just
         wrote it (its records' entries, a tombstone for a forgotten key), so it is not read
-        back before the index is written.
+        back before the index is written. ``by_name`` first removes every vector whose
+        metadata names the keys (:meth:`ChromaIndex.delete` with ``by_name``), windows no count
+        names included: what a repair does.
 
         Raises:
             IndexOutOfStepError: keys changed in the journal during each of
@@ -184,9 +276,12 @@ class IndexSync:
         """
         todo = builtins.list(dict.fromkeys(keys))
         for start in range(0, len(todo), self._batch):
-            self._sync_chunk(
-                todo[start : start + self._batch], check_index=check_index, known=known
-            )
+            part = todo[start : start + self._batch]
+            if by_name:
+                with self._lock:
+                    for scope, names in _by_scope(part).items():
+                        self._index.delete(scope, names, by_name=True)
+            self._sync_chunk(part, check_index=check_index, known=known)
 
     def _sync_chunk(
         self,
@@ -250,7 +345,8 @@ class IndexSync:
             self._index.upsert(scope, rows)
 
     def all_indexed(self) -> dict[Key, str]:
-        """Every vector in the index's collections: key to text hash."""
+        """Every entry with a vector in the index's collections: key to text hash (``""`` when
+        its windows are not whole, :meth:`ChromaIndex.iter_held`)."""
         out: dict[Key, str] = {}
         for scope in self._index.scopes():
             for page in self._index.iter_held(scope, self._batch):
@@ -258,16 +354,43 @@ class IndexSync:
                     out[(scope, name)] = held
         return out
 
+    def self_search(
+        self, names: dict[str, builtins.list[str]], *, sample: int = SELF_SEARCH_SAMPLE
+    ) -> tuple[int, builtins.list[str], builtins.list[str]]:
+        """Search each scope of ``names`` (scope to its indexed, current entries' names) with
+        the own window-0 vectors of ``sample`` of its entries, evenly spaced in name order
+        (:meth:`ChromaIndex.self_search`): returns how many were searched, the keys not
+        found, and the scopes where under :data:`SELF_SEARCH_MIN_FOUND` of the sample was
+        found (docs/storage.md#self-queries)."""
+        searched = 0
+        lost: builtins.list[str] = []
+        failed: builtins.list[str] = []
+        for scope in sorted(names):
+            ordered = sorted(names[scope], key=lambda n: n.encode())
+            if not ordered:
+                continue
+            take = min(sample, len(ordered))
+            picked = [ordered[i * len(ordered) // take] for i in range(take)]
+            found = self._index.self_search(scope, picked)
+            searched += len(picked)
+            missed = [n for n in picked if not found.get(n)]
+            lost += [f"{scope}/{n}" for n in missed]
+            if len(picked) - len(missed) < SELF_SEARCH_MIN_FOUND * len(picked):
+                failed.append(scope)
+        return searched, sorted(lost), failed
+
     def compare(self, *, cursor: int) -> IndexReport:
-        """Compare the index with the journal (every live entry, every vector's metadata);
-        ``cursor`` is reported as it is. Writes made meanwhile may show up as missing or
-        stale. Changes nothing."""
+        """Compare the index with the journal (every live entry, every vector's metadata, per
+        entry), then search a sample of each scope's entries with their own vectors
+        (:meth:`self_search`); ``cursor`` is reported as it is. Writes made meanwhile may show
+        up as missing or stale. Changes nothing."""
         last = self._journal.last_seq()
         live: dict[Key, str] = {}
         for batch in self._journal.iter_live(self._batch):
             for e in batch:
                 live[(e.scope, e.name)] = text_hash(e)
         indexed = self.all_indexed()
+        vectors = sum(self._index.vector_count(scope) for scope in self._index.scopes())
 
         def keys(found: Iterable[Key]) -> builtins.list[str]:
             return sorted(f"{s}/{n}" for s, n in found)
@@ -275,8 +398,13 @@ class IndexSync:
         missing = keys(k for k in live if k not in indexed)
         extra = keys(k for k in indexed if k not in live)
         stale = keys(k for k, h in live.items() if k in indexed and indexed[k] != h)
+        current: dict[str, builtins.list[str]] = {}
+        for (scope, name), h in live.items():
+            if indexed.get((scope, name)) == h:
+                current.setdefault(scope, []).append(name)
+        searched, lost, failed = self.self_search(current)
         return IndexReport(
-            ok=not (missing or stale or extra),
+            ok=not (missing or stale or extra or failed),
             missing=missing,
             stale=stale,
             extra=extra,
@@ -284,4 +412,17 @@ class IndexSync:
             indexed=len(indexed),
             cursor=cursor,
             last_seq=last,
+            vectors=vectors,
+            searched=searched,
+            found=searched - len(lost),
+            unsearchable=lost,
+            unsearchable_scopes=failed,
         )
+
+
+def _by_scope(keys: Iterable[Key]) -> dict[str, builtins.list[str]]:
+    """Entry names by scope, in order."""
+    out: dict[str, builtins.list[str]] = {}
+    for scope, name in keys:
+        out.setdefault(scope, []).append(name)
+    return out

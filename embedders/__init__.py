@@ -6,6 +6,10 @@ vectors, faster cold start); ``"hashing"`` / ``"hashing:<dim>"`` is a determinis
 baseline for tests. Families take an argument: ``"sentence-transformers:<folder or hub id>"``,
 ``"onnx:<folder>"``.
 
+``text_windows(embedder, text)`` splits a text into the overlapping windows the embedder's model
+can read whole (``Windowed``; one window for an embedder without them), and
+``window_layout(embedder)`` names how (docs/recall.md#windows).
+
 ``same_vectors(a, b)`` says whether two embedder fingerprints give the same vectors: equal ones,
 or the same model weights run through sentence-transformers and through onnxruntime.
 
@@ -31,6 +35,16 @@ from .onnx_embedder import CACHE_DIR_ENV, OnnxEmbedder, default_cache_dir, expor
 from .protocol import Embedder, l2_normalize
 from .registry import EmbedderFactory, UnknownEmbedderError, get, names, register
 from .sentence_transformer import SentenceTransformerEmbedder
+from .windows import (
+    WHOLE_TEXT,
+    WINDOW_RULE,
+    TokenWindows,
+    Windowed,
+    default_stride,
+    text_windows,
+    token_windows,
+    window_layout,
+)
 
 DEFAULT_EMBEDDER = f"sentence-transformers:{PACKAGED_MODEL_NAME}"
 """Registry name of the default embedder: the packaged all-MiniLM-L6-v2 (384 dimensions)."""
@@ -72,15 +86,20 @@ __all__ = [
     "ONNX_EMBEDDER",
     "PACKAGED_MODEL_NAME",
     "REQUIRED_MODEL_FIELDS",
+    "WHOLE_TEXT",
+    "WINDOW_RULE",
     "ChromaEmbedder",
     "Embedder",
     "EmbedderFactory",
     "HashingEmbedder",
     "OnnxEmbedder",
     "SentenceTransformerEmbedder",
+    "TokenWindows",
     "UnknownEmbedderError",
+    "Windowed",
     "as_chroma_embedding_function",
     "default_cache_dir",
+    "default_stride",
     "export_onnx",
     "fingerprint_fields",
     "get",
@@ -89,5 +108,8 @@ __all__ = [
     "packaged_model_path",
     "register",
     "same_vectors",
+    "text_windows",
+    "token_windows",
     "weights_digest",
+    "window_layout",
 ]

@@ -25,6 +25,7 @@ from .model_folder import (
     weights_digest,
 )
 from .protocol import l2_normalize
+from .windows import TokenWindows
 
 __all__ = [
     "CACHE_DIR_ENV",
@@ -184,6 +185,13 @@ class OnnxEmbedder:
         max_seq_length: truncate to this many word pieces, special tokens included; ``None`` keeps
             the model's ``sentence_bert_config.json`` value (256 for all-MiniLM-L6-v2; its
             ``tokenizer.json`` says 128, which sentence-transformers overrides).
+        window_stride: word pieces between the starts of a long text's windows (``windows``);
+            ``None`` means half the window (docs/recall.md#windows).
+
+    Windows: ``windows(text)`` splits a text longer than ``max_seq_length`` minus the special
+    tokens into overlapping windows measured with the folder's ``tokenizer.json`` (the
+    tokenizer ``embed`` uses), exactly as ``SentenceTransformerEmbedder`` does for the same
+    folder, so the two runtimes share a ``window_layout``.
 
     The first ``embed`` exports the model if the cache has no export for these weights (imports
     torch once, seconds); otherwise it imports only onnxruntime and tokenizers. Safe to call from
@@ -201,8 +209,11 @@ class OnnxEmbedder:
         threads: int | None = None,
         batch_size: int = DEFAULT_ONNX_BATCH_SIZE,
         max_seq_length: int | None = None,
+        window_stride: int | None = None,
     ) -> None:
         check_run_options(batch_size=batch_size, threads=threads, max_seq_length=max_seq_length)
+        if window_stride is not None and window_stride < 1:
+            raise ValueError(f"window_stride is {window_stride}; it must be at least 1")
         self._model_name, folder = resolve_model(model)
         if folder is None:
             raise ValueError(
@@ -228,6 +239,9 @@ class OnnxEmbedder:
         self._input_names: list[str] = []
         self._load_lock = threading.Lock()
         self._tokenize_lock = threading.Lock()
+        self._windows = TokenWindows(
+            folder / "tokenizer.json", self._max_seq_length, window_stride
+        )
 
     @property
     def name(self) -> str:
@@ -243,6 +257,17 @@ class OnnxEmbedder:
     def max_seq_length(self) -> int:
         """Inputs are truncated to this many word pieces, special tokens included."""
         return self._max_seq_length
+
+    @property
+    def window_layout(self) -> str:
+        """``"tokens:<window>/<stride>;<rule>"`` (``"tokens:254/127;win-1"`` for
+        all-MiniLM-L6-v2)."""
+        return self._windows.layout
+
+    def windows(self, text: str) -> list[tuple[int, int]]:
+        """The windows of ``text`` as character spans (``embedders.Windowed.windows``):
+        ``[(0, len(text))]`` when it fits the model's input."""
+        return self._windows.windows(text)
 
     @property
     def cache_dir(self) -> Path:

@@ -25,6 +25,13 @@ class Embedder(Protocol):
             unless ``embedders.same_vectors`` holds (the same weights through another runtime).
 
     Implementations batch internally and are safe to call from several threads at once.
+
+    Optional windows: an embedder whose model reads a bounded input may also satisfy
+    :class:`embedders.Windowed` (``windows(text)``, ``window_layout``), splitting a long text
+    into overlapping windows that each fit, measured with its own tokenizer. Stores embed every
+    window of an entry and score the entry by its best one; an embedder without them keeps
+    working, one window (the whole text, truncated by its model) per entry
+    (:func:`embedders.text_windows`, docs/recall.md#windows).
     """
 
     @property

@@ -14,6 +14,7 @@ import numpy.typing as npt
 
 from .model_folder import check_run_options, read_model_folder, resolve_model, weights_digest
 from .protocol import l2_normalize
+from .windows import WHOLE_TEXT, TokenWindows
 
 __all__ = ["DEFAULT_BATCH_SIZE", "DEFAULT_THREADS", "SentenceTransformerEmbedder"]
 
@@ -39,6 +40,13 @@ class SentenceTransformerEmbedder:
         batch_size: texts per forward pass.
         max_seq_length: truncate inputs to this many word pieces; ``None`` keeps the model's own
             (256 for all-MiniLM-L6-v2, from its ``sentence_bert_config.json``, as in MTEB).
+        window_stride: word pieces between the starts of a long text's windows (``windows``);
+            ``None`` means half the window (docs/recall.md#windows).
+
+    Windows: ``windows(text)`` splits a text longer than ``max_seq_length`` minus the special
+    tokens into overlapping windows, measured with the model's own fast tokenizer (the
+    folder's ``tokenizer.json``, else the loaded model's ``tokenizer``); a model without a
+    fast tokenizer has no windows (``window_layout`` ``"whole"``: one window per text).
 
     torch and sentence-transformers are imported, and the model loaded, on the first ``embed``
     (their import takes several seconds) or when ``dim`` cannot be read from the model folder.
@@ -58,8 +66,14 @@ class SentenceTransformerEmbedder:
         threads: int | None = None,
         batch_size: int = DEFAULT_BATCH_SIZE,
         max_seq_length: int | None = None,
+        window_stride: int | None = None,
     ) -> None:
         check_run_options(batch_size=batch_size, threads=threads, max_seq_length=max_seq_length)
+        if window_stride is not None and window_stride < 1:
+            raise ValueError(f"window_stride is {window_stride}; it must be at least 1")
+        self._window_stride = window_stride
+        self._windows: TokenWindows | None = None
+        self._no_windows = False
         self._model_name, self._folder = resolve_model(model)
         self._device = device
         self._threads = DEFAULT_THREADS if threads is None else threads
@@ -111,6 +125,35 @@ class SentenceTransformerEmbedder:
                 f"{self.name};dim={self.dim};weights={digest};max_seq_length={self.max_seq_length}"
             )
         return self._fingerprint
+
+    def _token_windows(self) -> TokenWindows | None:
+        """The window splitter (``None`` when the model has no fast tokenizer)."""
+        if self._windows is None and not self._no_windows:
+            source: Any = None
+            if self._folder is not None and (self._folder / "tokenizer.json").is_file():
+                source = self._folder / "tokenizer.json"
+            else:
+                tokenizer = getattr(self._load(), "tokenizer", None)
+                if getattr(tokenizer, "is_fast", False):
+                    source = tokenizer.backend_tokenizer  # type: ignore[union-attr]
+            if source is None:
+                self._no_windows = True
+                return None
+            self._windows = TokenWindows(source, self.max_seq_length, self._window_stride)
+        return self._windows
+
+    @property
+    def window_layout(self) -> str:
+        """``"tokens:<window>/<stride>;<rule>"`` (``"tokens:254/127;win-1"`` for
+        all-MiniLM-L6-v2), or ``"whole"`` without a fast tokenizer."""
+        found = self._token_windows()
+        return WHOLE_TEXT if found is None else found.layout
+
+    def windows(self, text: str) -> list[tuple[int, int]]:
+        """The windows of ``text`` as character spans (``embedders.Windowed.windows``):
+        ``[(0, len(text))]`` when it fits the model's input."""
+        found = self._token_windows()
+        return [(0, len(text))] if found is None else found.windows(text)
 
     def _load(self) -> Any:
         """Import sentence-transformers and load the model once; returns it."""

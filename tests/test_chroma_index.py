@@ -54,6 +54,8 @@ def test_vectors_live_in_one_collection_per_scope_with_the_documented_metadata(
         "name": "a",
         "hash": "sha256:a",
         "text_hash": "sha256:text-a",
+        "window": 0,
+        "windows": 1,
     }
     assert np.allclose(got["embeddings"][0], unit(0))
     assert vector_id("user", "a") == "user/a"

@@ -66,6 +66,7 @@ OURS_ON_IMPORT = {
     "embedders.protocol",
     "embedders.registry",
     "embedders.sentence_transformer",
+    "embedders.windows",
     "recallers",
     "recallers.bm25",
     "recallers.cross_encoder",

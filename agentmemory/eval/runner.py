@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from embedders import window_layout
+
 from ..entries import Entry
 from ..rules import DEFAULT_MAX_ENTRY_BYTES
 from .beir import BEIR_MAX_ENTRY_BYTES, doc_entries, load_beir
@@ -679,6 +681,7 @@ def evaluate_locomo(
             "dataset": "locomo",
             "data": dataset.sha256,
             "embedder": fingerprint,
+            "windows": window_layout(model),
             "turn_format": fmt.key(),
             "max_entry_bytes": max_entry_bytes,
         },
@@ -804,6 +807,7 @@ def evaluate_beir(
             "dataset": dataset,
             "data": ds.sha256,
             "embedder": fingerprint,
+            "windows": window_layout(model),
             "scope": scope,
             "max_entry_bytes": max_entry_bytes,
         },
