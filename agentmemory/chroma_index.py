@@ -33,7 +33,7 @@ import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -49,6 +49,7 @@ __all__ = [
     "ChromaIndex",
     "IndexRow",
     "Neighbour",
+    "SelfSearch",
     "check_prefix",
     "vector_id",
 ]
@@ -78,6 +79,9 @@ _SEPARATOR = "_"
 _Result = TypeVar("_Result")
 
 Metadata = dict[str, str | int | float | bool | None]
+
+SelfSearch = Literal["found", "missed", "lost"]
+"""What :meth:`ChromaIndex.self_search` says of one entry."""
 
 
 def vector_id(scope: str, name: str, window: int = 0) -> str:
@@ -507,17 +511,23 @@ class ChromaIndex:
 
     def self_search(
         self, scope: str, names: Sequence[str], *, depth: int = SELF_SEARCH_DEPTH
-    ) -> dict[str, bool]:
-        """For each of the entries ``names`` of ``scope``: whether a search with its own
-        window-0 vector, read back from Chroma by id, finds it among the first ``depth``
-        neighbours (or finds a vector identical to it, within :data:`TIE_DISTANCE`: identical
-        texts cannot be told apart). An entry whose vector cannot be read back (Chroma fails
-        to find the id, as after a lost segment file) is not found. One read and one batched
-        query per call, plus one read per entry when the batched read fails
-        (docs/storage.md#self-queries)."""
+    ) -> dict[str, SelfSearch]:
+        """Search ``scope`` with the own window-0 vector of each of the entries ``names``, read
+        back from Chroma by id, and say for each (docs/storage.md#self-queries):
+
+        * ``"found"``: the entry is among the first ``depth`` neighbours, or a neighbour is
+          identical to its vector (within :data:`TIE_DISTANCE`: identical texts cannot be told
+          apart);
+        * ``"missed"``: it is not (HNSW search is approximate);
+        * ``"lost"``: Chroma lists the vector but cannot read it back or search with it (what a
+          lost or damaged segment file does), or the entry has no window 0.
+
+        One read and one batched query per call, plus one read per entry when the batched read
+        fails."""
         wanted = builtins.list(dict.fromkeys(names))
+        out: dict[str, SelfSearch] = dict.fromkeys(wanted, "lost")
         if not wanted:
-            return {}
+            return out
         vectors: dict[str, npt.NDArray[np.float32]] = {}
 
         def read(col: Any, ids: builtins.list[str]) -> Any:
@@ -536,9 +546,8 @@ class ChromaIndex:
             for vid in ids:
                 try:
                     keep(self._run(scope, lambda col, vid=vid: read(col, [vid]), create=False))
-                except Exception:  # noqa: S112 - that entry is unsearchable; go on
+                except Exception:  # noqa: S112 - that entry is lost; go on
                     continue
-        out = dict.fromkeys(wanted, False)
         readable = [n for n in wanted if n in vectors]
         if not readable:
             return out
@@ -549,13 +558,13 @@ class ChromaIndex:
 
         try:
             got = self._run(scope, run, create=False)
-        except Exception:  # the index cannot be searched at all: nothing is found
+        except Exception:  # the collection cannot be searched at all: every entry is lost
             return out
         if got is None:
             return out
         for name, row, dists in zip(readable, got["ids"], got["distances"] or [], strict=False):
-            names_found = {_entry_name(vid) for vid in row}
-            out[name] = name in names_found or any(d <= TIE_DISTANCE for d in dists)
+            hit = name in {_entry_name(vid) for vid in row} or any(d <= TIE_DISTANCE for d in dists)
+            out[name] = "found" if hit else "missed"
         return out
 
     def vector_count(self, scope: str) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import sqlite3
 import subprocess
@@ -248,7 +249,7 @@ def test_a_damaged_vector_index_takes_writes_and_is_moved_aside_and_rebuilt(
     assert len(lines) == 1 and str(folder) in lines[0] and "verify --repair" in lines[0]
     repaired = run("verify", "--repair", "--path", str(folder), *HASHING)
     assert repaired.exit_code == 0, repaired.output
-    assert "index ok: 101 vectors for 101 live entries" in repaired.stdout
+    assert "index ok: 101 entries indexed (101 vectors) for 101 live entries" in repaired.stdout
     aside = [p.name for p in folder.iterdir() if p.name.startswith("chroma.damaged-")]
     assert len(aside) == 1 and aside[0] in repaired.stderr  # the evidence is kept, and named
     found = run("search", "fresh zebra", "--mode", "vector", "--path", str(folder), *HASHING)
@@ -357,7 +358,7 @@ def test_a_segment_file_that_crashes_its_loader_is_found_by_a_probe_and_rebuilt(
     assert len(line) == 1 and "crashed a probe process" in line[0] and "--repair" in line[0]
     repaired = run("verify", "--repair", "--path", str(folder))
     assert repaired.exit_code == 0, repaired.output
-    assert "index ok: 3000 vectors for 3000 live entries" in repaired.stdout
+    assert "index ok: 3000 entries indexed (3000 vectors) for 3000 live entries" in repaired.stdout
     found = subprocess.run(
         [sys.executable, "-m", "agentmemory", "search", "zebras", "--path", str(folder)],
         capture_output=True,
@@ -365,3 +366,58 @@ def test_a_segment_file_that_crashes_its_loader_is_found_by_a_probe_and_rebuilt(
         check=False,
     )
     assert found.returncode == 0 and "hits in user" in found.stdout, found.stderr
+
+
+def test_a_lost_segment_folder_is_found_by_self_queries_and_repaired(tmp_path: Path) -> None:
+    """Delete one collection's HNSW segment folder of a 3,000-entry store: Chroma still lists
+    every vector (the metadata check alone said "index ok: 3000 vectors"), but most of them can
+    no longer be read back or found. verify's self-queries report it, repair() rebuilds the
+    scope from the journal, and the CLI's verify --repair leaves it ok
+    (docs/storage.md#self-queries)."""
+    folder = tmp_path / "store"
+    rng = random.Random(7)
+    notes = {f"n-{i}": f"note {i} about {' '.join(rng.sample(WORDS, 4))}" for i in range(3000)}
+    with ChromaStore.open(folder, embedder=HashingEmbedder(384)) as st:
+        st.put_many([Entry("user", n, t) for n, t in notes.items()])
+        st.put_many([Entry("team", f"t-{i}", f"team note {i}") for i in range(40)])
+        healthy = st.verify()
+        assert healthy.ok and healthy.lost == [] and healthy.searched == 64, healthy
+        assert healthy.found >= 0.8 * healthy.searched, healthy
+        user = st.collection_name("user")
+    shutil.rmtree(folder / "chroma" / segment_of(folder, user))
+    with ChromaStore.open(folder, embedder=HashingEmbedder(384)) as st:
+        report = st.verify()
+        assert not report.ok and report.unsearchable_scopes == ["user"], report
+        assert (report.missing, report.stale, report.extra) == ([], [], [])
+        assert report.indexed == 3040, "the metadata still lists every entry"
+        assert report.lost and all(k.startswith("user/") for k in report.lost)
+        assert report.found < report.searched
+        assert "scopes not searchable: user" in str(report)
+        fixed = st.repair()
+        assert fixed.ok and fixed.lost == [] and fixed.found >= healthy.found - 4, fixed
+        for name in ("n-17", "n-1500", "n-2999"):
+            hits = st.recall(notes[name], scopes=["user"], mode="vector", limit=10)
+            assert name in [h.entry.name for h in hits]
+    shutil.rmtree(folder / "chroma" / segment_of(folder, user))
+    checked = run("verify", "--path", str(folder), *HASHING_384)
+    assert checked.exit_code == 1, checked.output
+    repaired = run("verify", "--repair", "--path", str(folder), *HASHING_384)
+    assert repaired.exit_code == 0, repaired.output
+    assert "index ok: 3040 entries indexed (3040 vectors)" in repaired.stdout
+
+
+WORDS = [a + b + c for a in ("ka", "lo", "mi", "ne", "ru", "ta", "vo", "zi") for b in
+         ("be", "do", "fa", "gu", "hi", "jo", "ku", "le") for c in ("m", "n", "r", "s", "t")]  # fmt: skip
+HASHING_384 = ("--embedder", "hashing:384")
+
+
+def segment_of(folder: Path, collection: str) -> str:
+    """The id (folder name) of ``collection``'s HNSW segment in ``folder/chroma``."""
+    with sqlite3.connect(folder / "chroma" / "chroma.sqlite3") as conn:
+        found = conn.execute(
+            "SELECT s.id FROM segments s JOIN collections c ON c.id = s.collection"
+            " WHERE c.name = ? AND s.scope = 'VECTOR'",
+            (collection,),
+        ).fetchone()[0]
+    conn.close()
+    return str(found)

@@ -32,7 +32,7 @@ from agentmemory import (
 from agentmemory.chroma_files import hnsw_slack
 from agentmemory.cli import main
 from agentmemory.entries import REDACTED, SOURCE_PURGED
-from embedders import HashingEmbedder
+from embedders import HashingEmbedder, text_windows
 
 SECRET = "zqxvelvet-4471-orchid"
 VERSIONS = [
@@ -156,6 +156,38 @@ def test_purge_leaves_no_copy(kind: str, tmp_path: Path) -> None:
             "recovery": None,
         }
     assert scan(tmp_path / "s") == []
+
+
+def test_purge_removes_every_window(tmp_path: Path) -> None:
+    """An entry embedded as several windows (docs/recall.md#windows): after the purge no file
+    holds any window's vector, nor the window ids, and the other entries keep theirs."""
+    windowed = HashingEmbedder(64, window_words=3, window_stride=2)
+    window_vectors = {
+        f"window {k} of version {i}": windowed.embed([w])[0].tobytes()
+        for i, text in enumerate(VERSIONS)
+        for k, w in enumerate(text_windows(windowed, text))
+    }
+    assert len(window_vectors) > 2 * len(VERSIONS), "each version must have several windows"
+
+    def window_hits() -> list[str]:
+        return [
+            f"{p.relative_to(tmp_path)}: {n}"
+            for p in sorted((tmp_path / "s").rglob("*"))
+            if p.is_file()
+            for n, b in {**window_vectors, "a window id": b"user/address#1"}.items()
+            if b in p.read_bytes()
+        ]
+
+    with ChromaStore(tmp_path / "s", embedder=windowed) as st:
+        write_history(st)
+        st.put(Entry("user", "address", VERSIONS[3]))
+        assert window_hits(), "the scenario must put window vectors in the files first"
+        receipt = st.purge("user", "address", reason="erasure", session="admin")
+        assert receipt.vectors == len(text_windows(windowed, VERSIONS[3]))
+        assert window_hits() == [] and scan(tmp_path / "s") == []
+        assert st.verify_erased("user", "address").erased
+        assert st.verify().ok
+        assert st.recall("Meeting note 2 about the garden", scopes=["user"], mode="vector")
 
 
 def test_purge_of_a_live_entry_tombstones_it_first(tmp_path: Path) -> None:
