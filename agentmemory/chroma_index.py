@@ -41,6 +41,7 @@ import numpy.typing as npt
 from .rules import check_scope, valid_name
 
 __all__ = [
+    "CROWDED_SPREAD",
     "DEFAULT_COLLECTION_PREFIX",
     "MAX_PREFIX_CHARS",
     "MAX_QUERY_RESULTS",
@@ -65,6 +66,10 @@ many entries per scope as the first this many vectors hold (docs/storage.md#one-
 
 SELF_SEARCH_DEPTH = 10
 """How deep :meth:`ChromaIndex.self_search` looks for an entry's own vector (docs/storage.md#self-queries)."""
+
+CROWDED_SPREAD = 1.5
+"""Vectors per entry in a scope's last answer above which :meth:`ChromaIndex.query` reads ids
+and distances first and the chosen windows' metadata after (docs/storage.md#vectors-by-entry)."""
 
 TIE_DISTANCE = 1e-6
 """Cosine distance at or under which two vectors are the same: a self-query that returns such a
@@ -468,46 +473,66 @@ class ChromaIndex:
         """The at most ``n`` entries of ``scope`` whose windows are nearest the ``(dim,)``
         float32 ``vector``, nearest first, each scored by its nearest window (its first place
         in Chroma's ranked answer: HNSW search, approximate); ``[]`` when the scope has no
-        collection.
+        collection (docs/storage.md#vectors-by-entry).
 
-        When windows of one entry crowd the answer, Chroma is asked again for more
-        neighbours (at least twice as many) until ``n`` entries are found, the collection is
-        exhausted, or :data:`MAX_QUERY_RESULTS` vectors were asked for. The first ask is ``n``
-        times the vectors per entry the scope's last answer had (1 at first), so a scope of
-        long entries usually needs one ask."""
+        The first ask is for ``n`` times the vectors per entry of the scope's last answer (1 at
+        first), so a scope of long entries usually needs one ask. When windows of one entry
+        crowd the answer, Chroma is asked again for more neighbours (at least twice as many)
+        until ``n`` entries are found, the collection is exhausted, or
+        :data:`MAX_QUERY_RESULTS` vectors were asked for. Reading an answer's metadata costs
+        about 0.2 ms per vector at 100k vectors: while answers hold at most
+        :data:`CROWDED_SPREAD` vectors per entry the metadata comes with the answer (one call,
+        as before windows); beyond, Chroma is asked for ids and distances only and the chosen
+        windows' metadata is read by id (one more call). A window that vanished between the
+        two calls (a concurrent write) is dropped."""
         if n < 1:
             return []
         spread = self._spread.get(scope, 1.0)
         want = min(MAX_QUERY_RESULTS, max(n, math.ceil(n * spread)))
+        with_meta = spread <= CROWDED_SPREAD
         while True:
+            include = ["metadatas", "distances"] if with_meta else ["distances"]
 
-            def run(col: Any, want: int = want) -> Any:
-                return col.query(
-                    query_embeddings=vector[None, :],
-                    n_results=want,
-                    include=["metadatas", "distances"],
-                )
+            def run(col: Any, want: int = want, include: builtins.list[str] = include) -> Any:
+                return col.query(query_embeddings=vector[None, :], n_results=want, include=include)
 
             got = self._run(scope, run, create=False)
             if got is None:
                 return []
             ids = got["ids"][0]
-            metas = (got["metadatas"] or [[]])[0]
             dists = (got["distances"] or [[]])[0]
-            best: dict[str, Neighbour] = {}
-            for vid, meta, dist in zip(ids, metas, dists, strict=False):
-                name = _entry_name(vid)
-                if name in best:
-                    continue
-                held = (meta or {}).get("text_hash")
-                best[name] = Neighbour(
-                    name, None if held is None else str(held), float(dist), _windows_of(meta)[0]
-                )
+            metas = (got["metadatas"] or [[]])[0] if with_meta else [None] * len(ids)
+            best: dict[str, tuple[str, float, Any]] = {}
+            for vid, dist, meta in zip(ids, dists, metas, strict=False):
+                best.setdefault(_entry_name(vid), (vid, float(dist), meta))
             if best and len(ids) >= want:
                 self._spread[scope] = len(ids) / len(best)
             if len(best) >= n or len(ids) < want or want >= MAX_QUERY_RESULTS:
-                return builtins.list(best.values())[:n]
+                break
             want = min(MAX_QUERY_RESULTS, 2 * want + (n - len(best)))
+            with_meta = False
+        chosen = builtins.list(best.items())[:n]
+        found: dict[str, Any] = {vid: meta for _, (vid, _, meta) in chosen}
+        if not with_meta:
+            wanted = builtins.list(found)
+
+            def fetch(col: Any) -> Any:
+                return col.get(ids=wanted, include=["metadatas"])
+
+            metas_got = self._run(scope, fetch, create=False)
+            found = (
+                {}
+                if metas_got is None
+                else dict(zip(metas_got["ids"], metas_got["metadatas"] or [], strict=False))
+            )
+        out = []
+        for name, (vid, dist, _) in chosen:
+            if vid not in found:
+                continue
+            held = (found[vid] or {}).get("text_hash")
+            window = int(vid.rpartition("#")[2]) if "#" in vid else 0
+            out.append(Neighbour(name, None if held is None else str(held), dist, window))
+        return out
 
     def self_search(
         self, scope: str, names: Sequence[str], *, depth: int = SELF_SEARCH_DEPTH
@@ -544,9 +569,13 @@ class ChromaIndex:
             keep(self._run(scope, lambda col: read(col, ids), create=False))
         except Exception:  # some id cannot be read: read them one by one
             for vid in ids:
+
+                def read_one(col: Any, vid: str = vid) -> Any:
+                    return read(col, [vid])
+
                 try:
-                    keep(self._run(scope, lambda col, vid=vid: read(col, [vid]), create=False))
-                except Exception:  # noqa: S112 - that entry is lost; go on
+                    keep(self._run(scope, read_one, create=False))
+                except Exception:
                     continue
         readable = [n for n in wanted if n in vectors]
         if not readable:

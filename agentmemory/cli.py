@@ -1215,6 +1215,11 @@ def verify_command(
                 "extra": report.extra,
                 "live": report.live,
                 "indexed": report.indexed,
+                "self_search": {
+                    "searched": report.searched,
+                    "found": report.found,
+                    "lost": report.lost,
+                },
                 "cursor": report.cursor,
                 "last_seq": report.last_seq,
             }

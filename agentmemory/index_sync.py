@@ -231,7 +231,9 @@ class IndexSync:
     def window_counts(self, entries: Sequence[Entry]) -> dict[Key, int]:
         """How many windows each of ``entries``' text has for this embedder, by key (tokenizes
         every text; embeds nothing)."""
-        return {(e.scope, e.name): len(text_windows(self._embedder, embedding_text(e))) for e in entries}
+        return {
+            (e.scope, e.name): len(text_windows(self._embedder, embedding_text(e))) for e in entries
+        }
 
     def relayout(self, entries: Sequence[Entry]) -> int:
         """Re-embed those of ``entries`` whose windows differ under this embedder's window

@@ -2,7 +2,8 @@
 by a search, and the obvious baselines measured in the same run.
 
     .venv/bin/python benchmarks/recall.py [--quick] [--sizes 1000,10000,100000] [--queries 40]
-        [--writes 20] [--threads 1] [--dim 384] [--no-model]
+        [--writes 20] [--threads 1] [--dim 384] [--no-model] [--fusion-only | --common-words |
+        --windows]
 
 Rows (latency in ms, median and p95 over the queries):
 
@@ -21,6 +22,12 @@ Rows (latency in ms, median and p95 over the queries):
   rule (docs/recall.md#the-lexical-querys-cost) against the previous one (:class:`PreviousBudget`,
   kept here verbatim) on the same file in the same process, searched again and again (document
   frequencies remembered) and right after a write (counted afresh), plus the ordinary queries.
+* ``--windows``: only the vector leg (read as deep as the hybrid reads it) and the hybrid, on
+  stores of one vector per entry (an embedder without windows: what every store held before
+  windows, docs/recall.md#windows) against stores of one vector per window: the short entries
+  (``--window-words`` 64, so each is one window) and long entries (three short entries joined,
+  45 to 90 words, in windows of 24 words every 12: about 4 windows each). The windowed rows give
+  the ratio to the one-vector row of the same entries.
 * baselines: ``rank-bm25 rebuilt``: ``BM25Okapi`` built over the scope's documents then scored
   (what a search costs when the index cannot follow writes); ``numpy exact cosine``: a ``(n, dim)``
   float32 matrix product and ``argpartition`` top-k; ``chroma where``: one Chroma collection for
@@ -63,6 +70,7 @@ from typing import Any  # noqa: E402
 import numpy as np  # noqa: E402
 
 from agentmemory import ChromaStore, Entry, MemStore, SqliteStore  # noqa: E402
+from agentmemory.chroma_index import MAX_QUERY_RESULTS, ChromaIndex, Neighbour  # noqa: E402
 from embedders import HashingEmbedder  # noqa: E402
 from recallers import (  # noqa: E402
     COMMON_TERM_CANDIDATES,
@@ -360,7 +368,121 @@ def bench_fusion_only(n: int, args: argparse.Namespace, work: Path) -> list[list
     return rows
 
 
+class OneVector:
+    """An embedder without windows (name, dim, fingerprint, embed): one vector per entry, as
+    every store held before windows."""
+
+    def __init__(self, inner: HashingEmbedder) -> None:
+        self.inner = inner
+        self.name, self.dim, self.fingerprint = inner.name, inner.dim, inner.fingerprint
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        return self.inner.embed(texts)
+
+
+class PreviousQuery(ChromaIndex):
+    """``ChromaIndex.query`` as it was before windows (main at 56dcc93), kept to measure against
+    in the same run: one Chroma query of ``n`` neighbours with their metadata, one answer per
+    vector."""
+
+    def query(self, scope: str, vector: Any, n: int) -> list[Neighbour]:
+        n = min(n, MAX_QUERY_RESULTS)
+
+        def run(col: Any) -> Any:
+            return col.query(
+                query_embeddings=vector[None, :], n_results=n, include=["metadatas", "distances"]
+            )
+
+        got = self._run(scope, run, create=False)
+        if got is None:
+            return []
+        out = []
+        for vid, meta, dist in zip(got["ids"][0], got["metadatas"][0], got["distances"][0],
+                                   strict=False):  # fmt: skip
+            held = (meta or {}).get("text_hash")
+            out.append(Neighbour(vid.partition("/")[2], None if held is None else str(held),
+                                 float(dist)))  # fmt: skip
+        return out
+
+
+class PreviousStore(ChromaStore):
+    """A ChromaStore searching through :class:`PreviousQuery`."""
+
+    index_type = PreviousQuery
+
+
+def long_corpus(n: int) -> list[Entry]:
+    """``n`` long entries: three short entries of :func:`corpus` joined (45 to 90 words)."""
+    short, _ = corpus(3 * n, seed=2)
+    return [
+        Entry(SCOPE, f"long-{i}", " ".join(e.content for e in short[3 * i : 3 * i + 3]))
+        for i in range(n)
+    ]
+
+
+def bench_windows(n: int, args: argparse.Namespace, work: Path) -> list[list[str]]:
+    """``--windows``: the vector leg (read ``LEG_LIMIT`` deep, as the hybrid reads it) and the
+    hybrid, for ``n`` short entries and ``n`` long ones: one vector per entry searched as
+    before windows (:class:`PreviousQuery`) and as now, against one vector per window. The
+    variants are timed in turn on each query, so load drifts reach them alike."""
+    from embedders import text_windows
+
+    entries, queries = corpus(n)
+    q = queries[: args.queries]
+    rows: list[list[str]] = []
+    for label, items, window in (("short", entries, 64), ("long", long_corpus(n), 24)):
+        windowed = HashingEmbedder(args.dim, window_words=window, window_stride=window // 2)
+        per_entry = sum(len(text_windows(windowed, e.content)) for e in items) / n
+        qvecs = windowed.embed(q)
+        stores: dict[str, ChromaStore] = {}
+        for kind, emb in (("one", OneVector(windowed)), ("windows", windowed)):
+            t = time.perf_counter()
+            st = ChromaStore.open(work / f"windows-{label}-{n}-{kind}", embedder=emb)
+            for start in range(0, n, 2000):
+                st.put_many(items[start : start + 2000])
+            print(f"  {n:,} {label}: {kind} filled in {time.perf_counter() - t:.1f} s",
+                  file=sys.stderr)  # fmt: skip
+            stores[kind] = st
+        stores["before"] = PreviousStore.open(stores["one"].path, embedder=OneVector(windowed))
+        variants = {
+            "before": "one vector per entry, searched as before windows (main's query)",
+            "one": "one vector per entry, searched as now",
+            "windows": f"windows of {window} words every {window // 2} "
+            f"({per_entry:.2f} vectors per entry)",
+        }
+        leg: dict[str, list[float]] = {k: [] for k in variants}
+        fused: dict[str, list[float]] = {k: [] for k in variants}
+        for st in stores.values():  # warm
+            st.search_vector(qvecs[0], limit=LEG_LIMIT, scopes=[SCOPE])
+            st.recall(q[0], scopes=[SCOPE], limit=LIMIT)
+        for i in range(len(q)):
+            for kind, st in stores.items():
+                t0 = time.perf_counter()
+                st.search_vector(qvecs[i], limit=LEG_LIMIT, scopes=[SCOPE])
+                leg[kind].append((time.perf_counter() - t0) * 1000)
+                t0 = time.perf_counter()
+                st.recall(q[i], scopes=[SCOPE], limit=LIMIT)
+                fused[kind].append((time.perf_counter() - t0) * 1000)
+        base = statistics.median(leg["before"])
+        for kind, how in variants.items():
+            r = row(n, f"vector leg, {label} entries: {how}", leg[kind])
+            r[-1] = "" if kind == "before" else f"{statistics.median(leg[kind]) / base:.2f}x before"
+            rows.append(r)
+        fbase = statistics.median(fused["before"])
+        for kind, how in variants.items():
+            r = row(n, f"hybrid, {label} entries: {how}", fused[kind])
+            r[-1] = (
+                "" if kind == "before" else f"{statistics.median(fused[kind]) / fbase:.2f}x before"
+            )
+            rows.append(r)
+        for st in reversed(list(stores.values())):
+            st.close()
+    return rows
+
+
 def bench_size(n: int, args: argparse.Namespace, work: Path) -> list[list[str]]:
+    if args.windows:
+        return bench_windows(n, args, work)
     if args.fusion_only:
         return bench_fusion_only(n, args, work)
     if args.common_words:
@@ -548,6 +670,11 @@ def main() -> None:
         "--fusion-only",
         action="store_true",
         help="only the ChromaStore rows: each leg and the hybrid, previous and default fusion",
+    )
+    ap.add_argument(
+        "--windows",
+        action="store_true",
+        help="only the vector leg and the hybrid: one vector per entry against one per window",
     )
     ap.add_argument(
         "--common-words",

@@ -239,9 +239,7 @@ class OnnxEmbedder:
         self._input_names: list[str] = []
         self._load_lock = threading.Lock()
         self._tokenize_lock = threading.Lock()
-        self._windows = TokenWindows(
-            folder / "tokenizer.json", self._max_seq_length, window_stride
-        )
+        self._windows = TokenWindows(folder / "tokenizer.json", self._max_seq_length, window_stride)
 
     @property
     def name(self) -> str:

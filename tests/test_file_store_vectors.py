@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 
 from agentmemory import EmbedderMismatchError, Entry, FileStore
+from agentmemory.chroma_index import ChromaIndex
+from agentmemory.chroma_registry import close_folder, open_folder
 from embedders import HashingEmbedder
 
 
@@ -88,4 +90,34 @@ def test_another_embedder_is_refused_unless_reindexed(tmp_path: Path) -> None:
         FileStore(tmp_path, embedder=HashingEmbedder(32))
     st2 = FileStore(tmp_path, embedder=HashingEmbedder(32), reindex=True)
     assert nearest(st2, "alpha") == ("user/a", pytest.approx(1.0))
+    st2.close()
+
+
+def test_a_markdown_folder_embeds_every_window_and_re_embeds_on_a_new_layout(
+    tmp_path: Path,
+) -> None:
+    """A long entry's last words are found by meaning (its windows are indexed), a replace with
+    fewer windows and a forget leave no window behind, and a folder indexed with another window
+    layout (here: none, one vector per entry) is indexed again from the start when it opens
+    (docs/filestore-format.md#the-vector-index)."""
+    long_text = " ".join(f"early{i}" for i in range(30)) + " zebra quartz lantern orbit"
+    st = FileStore(tmp_path, embedder=HashingEmbedder(64))
+    st.put(Entry("user", "long", long_text))
+    st.put(Entry("user", "short", "zebra notes"))
+    st.close()
+    windowed = HashingEmbedder(64, window_words=8)
+    st2 = FileStore(tmp_path, embedder=windowed)
+    cursor = json.loads((tmp_path / ".vectors" / "cursor.json").read_text())
+    assert cursor["windows"] == "words:8/4;win-1"
+    # the last window's 8 words; the whole text's vector would give 8 / sqrt(8 * 34) = 0.49
+    last = "early26 early27 early28 early29 zebra quartz lantern orbit"
+    assert nearest(st2, last) == ("user/long", pytest.approx(1.0))
+    # the folder's own client, shared by the handles of this process (chroma_registry)
+    col = ChromaIndex(open_folder(tmp_path / ".vectors", 1.0))
+    assert col.window_counts("user", ["long", "short"]) == {"long": 8, "short": 1}  # 34 words
+    st2.put(Entry("user", "long", "now a short text"))
+    assert col.vector_count("user") == 2
+    st2.forget("user", "long")
+    assert col.vector_count("user") == 1 and col.count("user") == 1
+    close_folder(tmp_path / ".vectors")
     st2.close()

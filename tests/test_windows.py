@@ -10,6 +10,7 @@ Real Chroma throughout, read back through its own client.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections.abc import Sequence
@@ -146,7 +147,7 @@ def test_model_windows_fit_the_model_and_keep_words_whole() -> None:
     assert len(spans) > 3 and spans[0][0] == 0 and spans[-1][1] == len(text)
     pieces = [len(counter.encode(text[a:b], add_special_tokens=False).ids) for a, b in spans]
     assert max(pieces) <= 254 and min(pieces) > 200, pieces
-    for (a0, b0), (a1, b1) in zip(spans, spans[1:], strict=False):
+    for (a0, b0), (a1, b1) in itertools.pairwise(spans):
         assert a0 < a1 < b0 < b1, "consecutive windows overlap, in order"
     for a, b in spans:
         assert a == 0 or not (text[a - 1].isalnum() and text[a].isalnum()), text[a - 5 : a + 5]
