@@ -7,7 +7,7 @@ The store composes these parts, one module each (docs/storage.md#the-modules-of-
   ``PostgresStore`` several hosts share; docs/storage.md#postgresql): every read of the store
   protocol, every write, and the index's own state (``store_state``);
 * the vectors, a :class:`~agentmemory.chroma_index.ChromaIndex`: one collection per scope, one
-  vector per live entry (docs/storage.md#the-chroma-index);
+  vector per window of each live entry (docs/storage.md#the-chroma-index, docs/recall.md#windows);
 * :class:`~agentmemory.index_sync.IndexSync`: makes the index hold the journal's live state of
   given keys, and compares the two (:meth:`ChromaStore.verify`);
 * the :class:`~agentmemory.index_cursor.IndexCursor`: how far the index has applied the journal
@@ -110,7 +110,8 @@ the client's ``get_max_batch_size()``; docs/storage.md#batches)."""
 
 class ChromaStore:
     """A :class:`~agentmemory.Store` with vector search: a :class:`~agentmemory.SqliteStore`
-    journal plus a Chroma index holding one vector per live entry (see the module docstring).
+    journal plus a Chroma index holding one vector per window of each live entry (see the module
+    docstring).
 
     ``ChromaStore(path, **options)`` is the same as :meth:`open` (the options are
     :class:`ChromaStoreOptions`). Safe for several threads; one process per embedded folder
