@@ -1162,6 +1162,12 @@ def render_command(
     show_default=True,
     help="The bound of the part, in UTF-8 bytes.",
 )
+@click.option(
+    "--neutralise",
+    is_flag=True,
+    help="Make headings of level 1 to 3 inside entries level 4, so content cannot forge the "
+    "part's structure.",
+)
 @_path_option
 @_embedder_option
 @_json_option
@@ -1169,6 +1175,7 @@ def recall_part_command(
     hint: tuple[str, ...],
     scopes: tuple[str, ...],
     max_bytes: int,
+    neutralise: bool,
     path: Path | None,
     embedder_name: str | None,
     as_json: bool,
@@ -1185,7 +1192,9 @@ def recall_part_command(
     text = " ".join(hint)
     with _open_index(path, embedder_name, create=False) as store:
         wanted = list(scopes) or _scopes_of(store)
-        part, manifest = recall_part(store, wanted, text, max_bytes=max_bytes)
+        part, manifest = recall_part(
+            store, wanted, text, max_bytes=max_bytes, neutralise=neutralise
+        )
     if as_json:
         body = part.text if part is not None else None
         _echo_json({"part": body, "bytes": utf8_len(body or ""), "manifest": manifest.to_dict()})
@@ -1742,6 +1751,12 @@ def reconcile_command(path: Path | None, as_json: bool) -> None:
     help="default: the block shows only user and feedback entries, and the prompt "
     "memory-recall recalls the others per turn; none: the block shows every entry.",
 )
+@click.option(
+    "--neutralise",
+    is_flag=True,
+    help="Make headings of level 1 to 3 inside entries level 4 in memory://block and the "
+    "memory-recall prompt, so content cannot forge their structure.",
+)
 def mcp_command(
     path: Path | None,
     scopes: tuple[str, ...],
@@ -1751,6 +1766,7 @@ def mcp_command(
     chroma_url: str | None,
     max_total_bytes: int,
     policy: str,
+    neutralise: bool,
 ) -> None:
     """Serve the memory tools, the rendered block and the per-turn part over MCP on stdio.
 
@@ -1777,6 +1793,7 @@ def mcp_command(
             read_scopes=read_scopes,
             max_total_bytes=max_total_bytes,
             policy=KindRegistry() if policy == "default" else None,
+            neutralise=neutralise,
         )
         serve_stdio(server)
     finally:
