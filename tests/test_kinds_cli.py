@@ -222,6 +222,17 @@ def test_save_refuses_what_memory_save_refuses_with_its_words(tmp_path: Path) ->
     assert not elsewhere.exists()
 
 
+def test_save_refuses_a_snake_case_validity_key_naming_the_kebab_case_one(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    r = script(store, "save", "project/plan", "Ship in May.", "--meta", "valid_until=2026-03-31")
+    assert r.returncode == 1
+    assert r.stderr == (
+        'agentmemory: invalid entry: project/plan meta key "valid_until" is not kebab-case '
+        '(lowercase letters, digits and single hyphens, up to 64 bytes); use e.g. "valid-until"\n'
+    )
+    assert not store.exists()  # refused before a store is made
+
+
 def days(n: int) -> str:
     return (datetime.now(UTC).date() + timedelta(days=n)).isoformat()
 
