@@ -48,6 +48,7 @@ import click
 
 from .errors import AgentMemoryError, NoStoreError
 from .jsonl import IMPORT_BATCH
+from .kinds import KindRegistry
 
 if TYPE_CHECKING:
     from embedders import Embedder
@@ -568,6 +569,22 @@ def _change_line(change: Change) -> str:
 @click.option("--description", default=None, help="Shorthand for --meta description=TEXT.")
 @click.option("--no-meta", is_flag=True, help="Clear the stored entry's meta.")
 @click.option(
+    "--type",
+    "kind",
+    type=click.Choice(KindRegistry().kinds()),
+    default=None,
+    help="The kind of memory, as memory_save's type: user (facts about the user), feedback (how "
+    "the user wants the work done), project (notes on the work), reference (where to find "
+    "outside material); stored as the type in meta, beside the meta kept or given.",
+)
+@click.option(
+    "--supersedes",
+    default=None,
+    metavar="NAME",
+    help="The name of an entry of the same scope that this one makes out of date: it leaves the "
+    "block and search, and stays in the journal and get (docs/kinds.md). It must exist.",
+)
+@click.option(
     "--if-hash",
     default=None,
     metavar="HASH",
@@ -584,6 +601,8 @@ def save_command(
     meta_pairs: tuple[str, ...],
     description: str | None,
     no_meta: bool,
+    kind: str | None,
+    supersedes: str | None,
     if_hash: str | None,
     session_id: str | None,
     path: Path | None,
@@ -595,13 +614,16 @@ def save_command(
     """Create or replace the entry KEY (SCOPE/NAME) with CONTENT.
 
     CONTENT is the argument, or stdin when it is '-' or left out. The write is journaled and
-    the entry's vector updated before the command returns.
+    the entry's vector updated before the command returns. With --supersedes, the output says
+    what the write retired (with --json, the member "retired": scope, name, size, hash).
     """
     from .entries import Entry
     from .errors import IndexDamagedError, IndexWriteError, NotFoundError
+    from .kinds import KIND_META
     from .rules import DEFAULT_MAX_ENTRY_BYTES, check_entry
     from .store import Store
-    from .wire import encode_change
+    from .validity import META_SUPERSEDES, check_supersedes, check_validity_meta, superseded_entry
+    from .wire import encode_change, go_json
 
     scope, name = _parse_key(key)
     if content is None or content == "-":
@@ -613,11 +635,17 @@ def save_command(
         meta["description"] = description
     if no_meta and meta:
         raise click.UsageError("--no-meta clears the meta; do not give --meta or --description")
+    # --type and --supersedes set their key on top of the meta kept or given, as memory_save's
+    added: dict[str, str] = {}
+    if kind is not None:
+        added[KIND_META] = kind
+    if supersedes is not None:
+        added[META_SUPERSEDES] = check_supersedes(scope, name, supersedes)
     # a save refused for its own sake (name, content, meta) must not create a store first
-    check_entry(
-        Entry(scope=scope, name=name, content=content, meta=meta or None),
-        DEFAULT_MAX_ENTRY_BYTES,  # what open_store gives the store
-    )
+    asked = Entry(scope=scope, name=name, content=content, meta={**meta, **added} or None)
+    check_entry(asked, DEFAULT_MAX_ENTRY_BYTES)  # the bound open_store gives the store
+    check_validity_meta(asked)
+    retired: list[Entry] = []
 
     def write(store: Store) -> Change:
         kept, based_on = meta, None
@@ -629,16 +657,18 @@ def save_command(
             if stored is not None and stored.meta:
                 kept = dict(stored.meta)
                 based_on = stored.hash
-        entry = Entry(scope=scope, name=name, content=content, meta=kept or None)
+        if supersedes is not None:  # what memory_save checks: the entry retired exists
+            retired[:] = [superseded_entry(store, scope, name, supersedes)]
+        entry = Entry(scope=scope, name=name, content=content, meta={**kept, **added} or None)
         try:
             return store.put(entry, if_hash=if_hash, based_on=based_on, session=session_id)
         except IndexWriteError as exc:
             _index_behind(exc.changes, exc.__cause__)
             return exc.changes[0]
 
-    try:
+    try:  # an entry to retire is in a store that exists: a wrong --path is not a new store
         with _open_index(
-            path, embedder_name, create=True, shared=shared, chroma_url=chroma_url
+            path, embedder_name, create=supersedes is None, shared=shared, chroma_url=chroma_url
         ) as store:
             change = write(store)
     except IndexDamagedError as exc:  # the journal takes the write; a repair re-indexes it
@@ -655,13 +685,23 @@ def save_command(
     if change.note:
         _note(change.note)
     if as_json:
-        click.echo(encode_change(change))
+        line = encode_change(change)
+        if retired:  # a member of our own after the record's: decode_change ignores it
+            gone = retired[0]
+            what = {"scope": gone.scope, "name": gone.name, "size": gone.size, "hash": gone.hash}
+            line = go_json({**json.loads(line), "retired": what})
+        click.echo(line)
         return
     verb = "replaced" if change.replaced else "created"
     click.echo(
         f"{verb} {change.entry.key}: {change.entry.size} bytes, "
         f"{change.entry.hash}, journal seq {change.seq}"
     )
+    for gone in retired:  # memory_save's words
+        click.echo(
+            f"retired {gone.key} ({gone.size} bytes), which leaves the memory block and search "
+            "and stays in the journal"
+        )
 
 
 @main.command("get", short_help="Print one entry.")
@@ -848,6 +888,20 @@ def forget_session_command(
     "store with vectors); bm25 or vector: one leg alone.",
 )
 @click.option("--full", is_flag=True, help="Show each hit's whole content, not one line.")
+@click.option(
+    "--as-of",
+    "as_of",
+    default=None,
+    metavar="DATE",
+    help="Rank the entries in force on DATE (YYYY-MM-DD, UTC) instead of today: by their "
+    "valid-from/valid-until and the supersedes the journal showed by then.",
+)
+@click.option(
+    "--include-superseded",
+    is_flag=True,
+    help="Rank every live entry, retired and expired ones too; each hit says whether it is in "
+    "force (today, or on --as-of DATE).",
+)
 @_path_option
 @_embedder_option
 @_server_options
@@ -858,6 +912,8 @@ def search_command(
     limit: int,
     mode: str,
     full: bool,
+    as_of: str | None,
+    include_superseded: bool,
     path: Path | None,
     embedder_name: str | None,
     shared: bool,
@@ -867,14 +923,37 @@ def search_command(
     """Rank entries for QUERY as memory_search does (hybrid BM25 + vector recall).
 
     Each hit shows its rank, its score (the fused score for hybrid, else the leg's raw
-    score) and where each leg ranked it (#rank and raw score: BM25, cosine).
+    score) and where each leg ranked it (#rank and raw score: BM25, cosine). Entries out of
+    date (docs/kinds.md#out-of-date-on-purpose-only) are left out unless --include-superseded;
+    --as-of judges another day. With --json: "as_of" (the day judged), "include_superseded"
+    and, per hit, "in_force".
     """
+    from .validity import InForce, in_force_filter, parse_day, today
+
     text = " ".join(query)
+    try:  # refused before a store is opened, with the words recall(as_of=...) uses
+        day = today() if as_of is None else parse_day(as_of)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--as-of") from None
+    keep: InForce | None = None  # None: recall kept only the entries in force
     missing: str | None = None
     if mode == "bm25":  # the lexical leg lives in the journal: no index, no model
         with _open_journal(path) as journal:
             wanted = list(scopes) or journal.scopes()
-            hits = journal.recall(text, scopes=wanted, limit=limit, mode="bm25") if wanted else []
+            hits = (
+                journal.recall(
+                    text,
+                    scopes=wanted,
+                    limit=limit,
+                    mode="bm25",
+                    as_of=as_of,
+                    include_superseded=include_superseded,
+                )
+                if wanted
+                else []
+            )
+            if include_superseded:
+                keep = in_force_filter(journal, wanted, as_of=as_of)
     failed: dict[str, str] = {}
     if mode != "bm25":
         with (
@@ -889,8 +968,31 @@ def search_command(
             _failed_legs(failed),
         ):
             wanted = list(scopes) or _scopes_of(store)
-            hits = store.recall(text, scopes=wanted, limit=limit, mode=mode) if wanted else []
             missing = getattr(store, "vector_unavailable", None)
+            if not wanted:
+                hits = []
+            elif missing is not None and (as_of is not None or include_superseded):
+                # A ChromaStore without its vector index recalls BM25 on its journal but does
+                # not pass as_of or include_superseded on: ask its journal, with them.
+                hits = _chroma_only(store, "search").journal_store.recall(
+                    text,
+                    scopes=wanted,
+                    limit=limit,
+                    mode="bm25",
+                    as_of=as_of,
+                    include_superseded=include_superseded,
+                )
+            else:
+                hits = store.recall(
+                    text,
+                    scopes=wanted,
+                    limit=limit,
+                    mode=mode,
+                    as_of=as_of,
+                    include_superseded=include_superseded,
+                )
+            if include_superseded:
+                keep = in_force_filter(store, wanted, as_of=as_of)
     shown_mode = "hybrid" if mode == "auto" else mode
     if missing is not None:
         shown_mode = "bm25"
@@ -908,6 +1010,8 @@ def search_command(
                 "mode": shown_mode,
                 "failed_legs": failed,
                 "scopes": wanted,
+                "as_of": day.isoformat(),
+                "include_superseded": include_superseded,
                 "hits": [
                     {
                         "rank": rank,
@@ -920,6 +1024,7 @@ def search_command(
                             for leg, s in sorted(h.legs.items())
                         },
                         "unavailable": dict(h.unavailable),
+                        "in_force": keep is None or keep(h.entry),
                         "content": h.entry.content,
                         "meta": h.entry.meta or {},
                         "hash": h.entry.hash,
@@ -930,11 +1035,16 @@ def search_command(
         )
         return
     where = ", ".join(wanted) if wanted else "(no scopes)"
+    how = shown_mode
+    if as_of is not None:
+        how += f", as of {day.isoformat()}"
+    if include_superseded:
+        how += ", out-of-date entries included"
     if not hits:
-        click.echo(f"no entries in {where} match {text!r} ({shown_mode})")
+        click.echo(f"no entries in {where} match {text!r} ({how})")
         return
     noun = "hit" if len(hits) == 1 else "hits"
-    click.echo(f"{len(hits)} {noun} in {where} for {text!r} ({shown_mode})")
+    click.echo(f"{len(hits)} {noun} in {where} for {text!r} ({how})")
     from recallers import NEGLIGIBLE_BM25_NOTE, shown_score
 
     shown: list[str] = []
@@ -950,7 +1060,8 @@ def search_command(
                 shown.append(shown_score(leg, s.score))
                 legs.append(f"{leg} #{s.rank} {shown[-1]}")
         shown.append(shown_score(h.method, h.score))
-        click.echo(f"{rank:>2}. {h.entry.key}  score {shown[-1]}  ({', '.join(legs)})")
+        stale = "" if keep is None or keep(h.entry) else f"  out of date on {day.isoformat()}"
+        click.echo(f"{rank:>2}. {h.entry.key}  score {shown[-1]}  ({', '.join(legs)}){stale}")
         body = h.entry.content.rstrip("\n") if full else _one_line(h.entry.content, _SHOW_CHARS)
         click.echo("    " + body.replace("\n", "\n    "))
     if "<0.001" in shown:
@@ -1051,6 +1162,12 @@ def render_command(
     show_default=True,
     help="The bound of the part, in UTF-8 bytes.",
 )
+@click.option(
+    "--neutralise",
+    is_flag=True,
+    help="Make headings of level 1 to 3 inside entries level 4, so content cannot forge the "
+    "part's structure.",
+)
 @_path_option
 @_embedder_option
 @_json_option
@@ -1058,6 +1175,7 @@ def recall_part_command(
     hint: tuple[str, ...],
     scopes: tuple[str, ...],
     max_bytes: int,
+    neutralise: bool,
     path: Path | None,
     embedder_name: str | None,
     as_json: bool,
@@ -1074,7 +1192,9 @@ def recall_part_command(
     text = " ".join(hint)
     with _open_index(path, embedder_name, create=False) as store:
         wanted = list(scopes) or _scopes_of(store)
-        part, manifest = recall_part(store, wanted, text, max_bytes=max_bytes)
+        part, manifest = recall_part(
+            store, wanted, text, max_bytes=max_bytes, neutralise=neutralise
+        )
     if as_json:
         body = part.text if part is not None else None
         _echo_json({"part": body, "bytes": utf8_len(body or ""), "manifest": manifest.to_dict()})
@@ -1631,6 +1751,12 @@ def reconcile_command(path: Path | None, as_json: bool) -> None:
     help="default: the block shows only user and feedback entries, and the prompt "
     "memory-recall recalls the others per turn; none: the block shows every entry.",
 )
+@click.option(
+    "--neutralise",
+    is_flag=True,
+    help="Make headings of level 1 to 3 inside entries level 4 in memory://block and the "
+    "memory-recall prompt, so content cannot forge their structure.",
+)
 def mcp_command(
     path: Path | None,
     scopes: tuple[str, ...],
@@ -1640,6 +1766,7 @@ def mcp_command(
     chroma_url: str | None,
     max_total_bytes: int,
     policy: str,
+    neutralise: bool,
 ) -> None:
     """Serve the memory tools, the rendered block and the per-turn part over MCP on stdio.
 
@@ -1666,6 +1793,7 @@ def mcp_command(
             read_scopes=read_scopes,
             max_total_bytes=max_total_bytes,
             policy=KindRegistry() if policy == "default" else None,
+            neutralise=neutralise,
         )
         serve_stdio(server)
     finally:

@@ -43,7 +43,7 @@ from .manifest import Manifest
 from .rules import check_scope, valid_name
 from .session import provenance
 from .store import EmptyQueryError, Store
-from .validity import META_SUPERSEDES
+from .validity import META_SUPERSEDES, superseded_entry
 from .wire import go_quote
 
 if TYPE_CHECKING:  # jsonschema is imported when the first Tool is built, not by import agentmemory
@@ -622,20 +622,11 @@ class _Kit:
         retires = args.get("supersedes")
         retired: Entry | None = None
         if retires is not None:
-            retires = check_scope(retires, what="supersedes")
-            if retires == name:
-                raise _Refused(
-                    f"supersedes names {scope}/{name} itself; name the entry this one makes out "
-                    "of date"
-                )
-            try:
-                retired = self.store.get(scope, retires)
-            except NotFoundError:
-                raise _Refused(
-                    f"supersedes names {scope}/{retires}, which does not exist; name an entry "
-                    f"of scope {scope}, or leave supersedes out"
-                ) from None
-            meta = {**(meta or {}), META_SUPERSEDES: retires}
+            try:  # the checks `agentmemory save --supersedes` makes too
+                retired = superseded_entry(self.store, scope, name, retires)
+            except InvalidEntryError as exc:
+                raise _Refused(exc.detail) from None
+            meta = {**(meta or {}), META_SUPERSEDES: retired.name}
             given = meta
         shown: str | None = None
         manifest = self.rendered() if self.rendered is not None else None
