@@ -162,7 +162,7 @@ def test_the_address_variable_and_its_older_name(no_server_env: pytest.MonkeyPat
     assert chroma_server_url() == "http://new.internal:8001"  # the new name wins
     assert chroma_server_url("given.internal:1") == "http://given.internal:1"
     no_server_env.setenv("AGENTMEMORY_CHROMA_URL", "new.internal")
-    with pytest.raises(ChromaAddressError, match="'new.internal': it has no port"):
+    with pytest.raises(ChromaAddressError, match=r"'new\.internal': it has no port"):
         chroma_server_url()
 
 
