@@ -19,6 +19,7 @@ from .erasure import ErasureCheck, PurgeReceipt, purge_session
 from .errors import (
     AgentMemoryError,
     BudgetError,
+    ChromaAddressError,
     ChromaServerError,
     ConflictError,
     DataFormatError,
@@ -146,6 +147,7 @@ __all__ = [
     "AgentMemoryError",
     "BudgetError",
     "Change",
+    "ChromaAddressError",
     "ChromaServerError",
     "ChromaStore",
     "ConflictError",

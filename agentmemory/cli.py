@@ -222,32 +222,50 @@ def _remember_format(ctx: click.Context, param: click.Parameter, value: str | No
 
 
 _HOSTED_META = "agentmemory.hosted"
-"""Key in click's ``ctx.meta`` of ``--dsn`` and ``--chroma`` (a store on servers)."""
+"""Key in click's ``ctx.meta`` of ``--dsn`` and ``--chroma-url`` (where the store's journal and
+vectors live)."""
 
 
 def _remember_hosted(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
     ctx.meta.setdefault(_HOSTED_META, {})[param.name or ""] = value
 
 
+def _remember_chroma_url(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    """Keep ``--chroma-url`` as ``http(s)://HOST:PORT``; a bad address is a usage error naming
+    it (:func:`agentmemory.chroma_server.parse_chroma_address`, the one reader)."""
+    from .chroma_server import parse_chroma_address
+    from .errors import ChromaAddressError
+
+    try:
+        url = parse_chroma_address(value).url if value else None
+    except ChromaAddressError as exc:
+        raise click.BadParameter(f"{exc.where}: {exc.detail}") from None
+    _remember_hosted(ctx, param, url)
+
+
 def _hosted() -> tuple[str | None, str | None]:
-    """The ``--dsn`` and ``--chroma`` of the current command (``None`` when not given)."""
+    """The ``--dsn`` and ``--chroma-url`` of the current command (``None`` when not given)."""
     ctx = click.get_current_context(silent=True)
     found = ctx.meta.get(_HOSTED_META, {}) if ctx is not None else {}
-    return found.get("dsn"), found.get("chroma")
+    return found.get("dsn") or None, found.get("chroma_url")
 
 
 def _hosted_options(f: F) -> F:
-    """``--dsn`` and ``--chroma``: the journal in PostgreSQL and the vectors on a Chroma server
-    instead of a folder (kept in ``ctx.meta``; agentmemory.hosted_store)."""
+    """``--dsn`` and ``--chroma-url`` (alias ``--chroma``): the journal in PostgreSQL and the
+    vectors on a Chroma server (kept in ``ctx.meta``; :func:`agentmemory.open_store`)."""
     f = click.option(
+        "--chroma-url",
         "--chroma",
-        "chroma",
-        envvar="AGENTMEMORY_CHROMA",
+        "chroma_url",
+        envvar=["AGENTMEMORY_CHROMA_URL", "AGENTMEMORY_CHROMA"],
         show_envvar=True,
         default=None,
+        metavar="HOST:PORT",
         expose_value=False,
-        callback=_remember_hosted,
-        help="HOST:PORT of the Chroma server holding the vectors of a --dsn store.",
+        callback=_remember_chroma_url,
+        help="The Chroma server holding the vector index, as HOST:PORT or http://HOST:PORT: "
+        "needed with --dsn, and used instead of a folder's own index otherwise. --chroma and "
+        "$AGENTMEMORY_CHROMA are older names of the same option.",
     )(f)
     return click.option(
         "--dsn",
@@ -264,7 +282,7 @@ def _hosted_options(f: F) -> F:
 
 def _path_option(f: F) -> F:
     """``--path``, ``--format`` (the store folder's kind; kept in ``ctx.meta``), and ``--dsn``
-    and ``--chroma`` (a store on servers)."""
+    and ``--chroma-url`` (a store on servers)."""
     f = _hosted_options(f)
     f = click.option(
         "--format",
@@ -308,16 +326,8 @@ def _embedder_option(f: F) -> F:
 
 
 def _server_options(f: F) -> F:
-    """``--shared`` and ``--chroma-url``: which Chroma the store's vector index lives in."""
-    f = click.option(
-        "--chroma-url",
-        "chroma_url",
-        envvar="AGENTMEMORY_CHROMA_URL",
-        show_envvar=True,
-        default=None,
-        metavar="URL",
-        help="Use the Chroma server at URL (http://HOST:PORT) for the vector index.",
-    )(f)
+    """``--shared``: the store folder's own Chroma server holds its vector index (any other
+    server is ``--chroma-url``, one of :func:`_path_option`'s)."""
     return click.option(
         "--shared",
         is_flag=True,
@@ -364,19 +374,15 @@ def _embedder(name: str | None) -> Embedder:
 
 @contextmanager
 def _open_journal(path: Path | None) -> Iterator[SqliteStore | FileStore | PostgresStore]:
-    """:func:`agentmemory.open_journal`, its refusal of a folder without a store as one line;
-    with ``--dsn``, the PostgreSQL journal."""
+    """:func:`agentmemory.open_journal` (with ``--dsn``, the PostgreSQL journal), its refusal of
+    a folder without a store as one line."""
     from .store_folder import open_journal
 
     dsn, _ = _hosted()
-    if dsn:
-        from .hosted_store import open_hosted_journal
-
-        with open_hosted_journal(dsn) as hosted:
-            yield hosted
-        return
-    try:
-        store = open_journal(path, format=_store_format())
+    try:  # --dsn wins over --path and $AGENTMEMORY_PATH
+        store = open_journal(
+            None if dsn else path, format=None if dsn else _store_format(), dsn=dsn
+        )
     except NoStoreError as exc:
         raise _no_store(exc) from None
     with store:
@@ -390,14 +396,16 @@ def _open_index(
     create: bool,
     reindex: bool = False,
     shared: bool = False,
-    chroma_url: str | None = None,
     read_only: bool = False,
 ) -> ChromaStore | FileStore:
-    """:func:`agentmemory.open_store` with the command line's wording: an unknown embedder is a
-    usage error of ``--embedder``, a missing store or an embedder mismatch one line saying what to
-    run, and an IndexOutOfStepWarning or ServerRecordWarning one ``agentmemory:`` line on
-    stderr. ``shared``, ``chroma_url`` and ``read_only`` are :func:`agentmemory.open_store`'s."""
+    """:func:`agentmemory.open_store` (with ``--dsn`` and ``--chroma-url``, the store on
+    servers) with the command line's wording: an unknown embedder is a usage error of
+    ``--embedder``, a missing store, a ``--dsn`` without a Chroma server or an embedder mismatch
+    one line saying what to run, and an IndexOutOfStepWarning or ServerRecordWarning one
+    ``agentmemory:`` line on stderr. ``shared`` and ``read_only`` are
+    :func:`agentmemory.open_store`'s."""
     from .errors import (
+        ChromaAddressError,
         EmbedderMismatchError,
         EmbedderNameError,
         IndexOutOfStepWarning,
@@ -405,34 +413,30 @@ def _open_index(
     )
     from .store_folder import open_store
 
-    dsn, chroma = _hosted()
-    if dsn and not chroma:
-        raise CliError(
-            "--dsn keeps the journal in PostgreSQL; the vectors need a Chroma server: give "
-            "--chroma HOST:PORT (or $AGENTMEMORY_CHROMA), or use --mode bm25 to search without"
-        )
+    dsn, chroma_url = _hosted()
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", IndexOutOfStepWarning)
             warnings.simplefilter("always", ServerRecordWarning)
-            store: ChromaStore | FileStore
-            if dsn and chroma:
-                from .hosted_store import open_hosted_store
-
-                store = open_hosted_store(dsn, chroma, embedder=embedder_name, reindex=reindex)
-            else:
-                if chroma and not chroma_url:  # --chroma HOST:PORT names a server for a folder too
-                    chroma_url = chroma if "://" in chroma else f"http://{chroma}"
-                store = open_store(
-                    path,
-                    embedder=embedder_name,
-                    create=create,
-                    reindex=reindex,
-                    format=_store_format(),
-                    shared=shared,
-                    chroma_url=chroma_url,
-                    read_only=read_only,
-                )
+            store = open_store(
+                None if dsn else path,  # --dsn wins over --path and $AGENTMEMORY_PATH
+                embedder=embedder_name,
+                create=create,
+                reindex=reindex,
+                format=None if dsn else _store_format(),
+                shared=shared,
+                chroma_url=chroma_url,
+                read_only=read_only,
+                dsn=dsn,
+            )
+    except ChromaAddressError as exc:
+        if exc.value is not None:
+            raise
+        raise CliError(
+            "--dsn keeps the journal in PostgreSQL; the vectors need a Chroma server: give "
+            "--chroma-url HOST:PORT (or $AGENTMEMORY_CHROMA_URL), or use --mode bm25 to search "
+            "without"
+        ) from None
     except EmbedderNameError as exc:
         raise click.BadParameter(str(exc), param_hint="--embedder") from None
     except NoStoreError as exc:
@@ -608,7 +612,6 @@ def save_command(
     path: Path | None,
     embedder_name: str | None,
     shared: bool,
-    chroma_url: str | None,
     as_json: bool,
 ) -> None:
     """Create or replace the entry KEY (SCOPE/NAME) with CONTENT.
@@ -667,9 +670,7 @@ def save_command(
             return exc.changes[0]
 
     try:  # an entry to retire is in a store that exists: a wrong --path is not a new store
-        with _open_index(
-            path, embedder_name, create=supersedes is None, shared=shared, chroma_url=chroma_url
-        ) as store:
+        with _open_index(path, embedder_name, create=supersedes is None, shared=shared) as store:
             change = write(store)
     except IndexDamagedError as exc:  # the journal takes the write; a repair re-indexes it
         if exc.index != "vector":
@@ -775,7 +776,6 @@ def forget_command(
     path: Path | None,
     embedder_name: str | None,
     shared: bool,
-    chroma_url: str | None,
     as_json: bool,
 ) -> None:
     """Forget the entry KEY (SCOPE/NAME): journal a tombstone and drop its vector.
@@ -786,9 +786,7 @@ def forget_command(
     from .wire import encode_change
 
     scope, name = _parse_key(key)
-    with _open_index(
-        path, embedder_name, create=False, shared=shared, chroma_url=chroma_url
-    ) as store:
+    with _open_index(path, embedder_name, create=False, shared=shared) as store:
         try:
             change = store.forget(scope, name, session=session_id)
         except IndexWriteError as exc:
@@ -845,7 +843,6 @@ def forget_session_command(
     path: Path | None,
     embedder_name: str | None,
     shared: bool,
-    chroma_url: str | None,
     as_json: bool,
 ) -> None:
     """Forget every live entry of SCOPES whose current state session SESSION wrote: one
@@ -853,9 +850,7 @@ def forget_session_command(
     and every scope must be known to the store, so a typo never widens what is forgotten."""
     from .wire import encode_change
 
-    with _open_index(
-        path, embedder_name, create=False, shared=shared, chroma_url=chroma_url
-    ) as store:
+    with _open_index(path, embedder_name, create=False, shared=shared) as store:
         changes = store.forget_session(session, list(scopes))
     if as_json:
         for change in changes:
@@ -917,7 +912,6 @@ def search_command(
     path: Path | None,
     embedder_name: str | None,
     shared: bool,
-    chroma_url: str | None,
     as_json: bool,
 ) -> None:
     """Rank entries for QUERY as memory_search does (hybrid BM25 + vector recall).
@@ -962,7 +956,6 @@ def search_command(
                 embedder_name,
                 create=False,
                 shared=shared,
-                chroma_url=chroma_url,
                 read_only=True,
             ) as store,
             _failed_legs(failed),
@@ -1301,7 +1294,6 @@ def verify_command(
     path: Path | None,
     embedder_name: str | None,
     shared: bool,
-    chroma_url: str | None,
     as_json: bool,
 ) -> None:
     """Check that the vector index matches the journal (exit status 1 when it does not).
@@ -1311,9 +1303,9 @@ def verify_command(
     if not repair:
         _refuse_crashing_index(path)
     opened = (
-        _open_moving_damage(path, embedder_name, shared=shared, chroma_url=chroma_url)
+        _open_moving_damage(path, embedder_name, shared=shared)
         if repair
-        else _open_index(path, embedder_name, create=False, shared=shared, chroma_url=chroma_url)
+        else _open_index(path, embedder_name, create=False, shared=shared)
     )
     with _chroma_only(opened, "verify") as store:
         orphans = _never_journaled(store.journal_store, store.verify().extra)
@@ -1381,7 +1373,6 @@ def _open_moving_damage(
     *,
     reindex: bool = False,
     shared: bool = False,
-    chroma_url: str | None = None,
 ) -> ChromaStore | FileStore:
     """Open the store's index; when Chroma cannot open it (``IndexDamagedError``), move
     ``chroma/`` aside to ``chroma.damaged-<UTC time>`` (kept as evidence), say so on stderr,
@@ -1394,9 +1385,7 @@ def _open_moving_damage(
         crashed = probe_index(store_folder(path))
         if crashed is not None:  # never load it here: it would crash this process too
             raise IndexDamagedError(str(store_folder(path)), "vector", crashed)
-        return _open_index(
-            path, embedder_name, create=False, reindex=reindex, shared=shared, chroma_url=chroma_url
-        )
+        return _open_index(path, embedder_name, create=False, reindex=reindex, shared=shared)
     except IndexDamagedError as exc:
         if exc.index != "vector":
             raise
@@ -1408,9 +1397,7 @@ def _open_moving_damage(
             "and rebuilt it from the journal",
             err=True,
         )
-        return _open_index(
-            path, embedder_name, create=False, reindex=True, shared=shared, chroma_url=chroma_url
-        )
+        return _open_index(path, embedder_name, create=False, reindex=True, shared=shared)
 
 
 def _never_journaled(journal: object, keys: list[str]) -> list[str]:
@@ -1513,7 +1500,6 @@ def import_command(
     path: Path | None,
     embedder_name: str | None,
     shared: bool,
-    chroma_url: str | None,
     as_json: bool,
 ) -> None:
     """Import entries from FILE, JSON Lines ('-' for stdin), or from DIR, a Markdown folder
@@ -1546,9 +1532,7 @@ def import_command(
     )
     started = time.perf_counter()
     with (
-        _open_index(
-            path, embedder_name, create=True, shared=shared, chroma_url=chroma_url
-        ) as store,
+        _open_index(path, embedder_name, create=True, shared=shared) as store,
         tqdm(
             total=len(lines),
             desc="import",
@@ -1616,7 +1600,7 @@ def export_command(
     of their creation) that `agentmemory import DIR` takes back exactly.
 
     Reads the journal only (no model, no index), so it runs beside a running `agentmemory mcp`;
-    with --dsn, the PostgreSQL journal (--chroma is not needed).
+    with --dsn, the PostgreSQL journal (--chroma-url is not needed).
     """
     from .atomic_write import write_atomic
     from .jsonl import export_entries
@@ -1763,7 +1747,6 @@ def mcp_command(
     read_scopes: tuple[str, ...],
     embedder_name: str | None,
     shared: bool,
-    chroma_url: str | None,
     max_total_bytes: int,
     policy: str,
     neutralise: bool,
@@ -1783,7 +1766,7 @@ def mcp_command(
         tools(MemStore(), scopes, read_scopes=read_scopes)
     except ToolConfigError as exc:
         raise click.UsageError(str(exc)) from None
-    store = _open_index(path, embedder_name, create=True, shared=shared, chroma_url=chroma_url)
+    store = _open_index(path, embedder_name, create=True, shared=shared)
     try:
         from .kinds import KindRegistry
 

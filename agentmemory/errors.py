@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AgentMemoryError",
     "BudgetError",
+    "ChromaAddressError",
     "ChromaServerError",
     "ConflictError",
     "DataFormatError",
@@ -237,6 +238,22 @@ class ChromaServerError(AgentMemoryError, ConnectionError):
         self.where = where
         self.detail = detail
         super().__init__(f"agentmemory: Chroma server {where}: {detail}")
+
+
+class ChromaAddressError(ChromaServerError, ValueError):
+    """A Chroma server address that is missing where one is needed (a store whose journal is in
+    PostgreSQL keeps its vectors on a server), or that is not ``HOST:PORT`` or
+    ``http(s)://HOST[:PORT]`` (docs/storage.md#the-chroma-server-address).
+
+    Attributes:
+        value: the address as given, or ``None`` when none was given.
+        where: ``value`` quoted, or ``(no address given)``.
+        detail: what is wrong and what to give.
+    """
+
+    def __init__(self, value: str | None, detail: str) -> None:
+        self.value = value
+        super().__init__(repr(value) if value is not None else "(no address given)", detail)
 
 
 class ServerRecordWarning(UserWarning):

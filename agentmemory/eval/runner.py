@@ -392,6 +392,19 @@ def _nan_back(table: Mapping[str, Mapping[str, float | None]]) -> dict[str, dict
 
 
 def _resolve_embedder(spec: str | Embedder | None, max_seq_length: int | None) -> Embedder:
+    """The embedder for ``spec``: an :class:`embedders.Embedder` as given, a registry name built
+    (with ``max_seq_length`` for a model family), ``None`` ``embedders.DEFAULT_EMBEDDER``.
+
+    ``None`` is the packaged model through sentence-transformers on purpose, not
+    :func:`agentmemory.store_folder.choose_embedder`'s onnxruntime-first choice: a cached store's
+    key digests the embedder's fingerprint, which names the runtime (``sentence-transformers:...``
+    and ``onnx:...`` differ although ``embedders.same_vectors`` holds for them), and the two
+    runtimes' vectors agree to cosine > 0.999, not bit for bit. Following the store rule would give
+    every existing cached store a new key (each rebuilt, the data set embedded again) and let the
+    reported figures move in their last digits with whether onnxruntime runs on the machine. Name
+    ``onnx:all-MiniLM-L6-v2`` to evaluate that runtime.
+
+    Raises what ``embedders.get`` raises for a name it cannot build."""
     import embedders
 
     if spec is None:
