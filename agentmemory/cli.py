@@ -964,17 +964,6 @@ def search_command(
             missing = getattr(store, "vector_unavailable", None)
             if not wanted:
                 hits = []
-            elif missing is not None and (as_of is not None or include_superseded):
-                # A ChromaStore without its vector index recalls BM25 on its journal but does
-                # not pass as_of or include_superseded on: ask its journal, with them.
-                hits = _chroma_only(store, "search").journal_store.recall(
-                    text,
-                    scopes=wanted,
-                    limit=limit,
-                    mode="bm25",
-                    as_of=as_of,
-                    include_superseded=include_superseded,
-                )
             else:
                 hits = store.recall(
                     text,
