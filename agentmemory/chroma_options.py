@@ -31,8 +31,11 @@ class ChromaStoreOptions(TypedDict, total=False):
         client: a Chroma client to hold the collections (``chromadb.HttpClient`` for a server);
             ``None`` (the default) opens the embedded ``PersistentClient`` in ``path/chroma``,
             owned by this process.
-        collection_prefix: collection names are ``<prefix>_<scope>`` (default
-            ``"agentmemory"``); give stores sharing one Chroma server different prefixes.
+        collection_prefix: collection names are ``<prefix>_<scope>``. Default: on a server
+            this folder does not own (``chroma_url``, or a ``journal``), ``am-`` and 16 hex
+            digits of the journal's store id, so stores sharing a server never share a
+            collection; otherwise ``"agentmemory"`` (give stores sharing one ``client`` their
+            own prefixes). docs/storage.md#one-collection-per-scope.
         reindex: rebuild the index from the journal with ``embedder`` (needed to switch
             embedders; embeds every live entry). Default ``False``.
         lock_timeout_s: how long to wait for another process's hold on an embedded folder, in

@@ -51,7 +51,7 @@ from recallers import (
     VectorRecaller,
 )
 
-from .chroma_index import DEFAULT_COLLECTION_PREFIX, ChromaIndex, check_prefix
+from .chroma_index import DEFAULT_COLLECTION_PREFIX, ChromaIndex, check_prefix, store_prefix
 from .chroma_options import OPTION_NAMES, ChromaStoreOptions
 from .chroma_registry import (
     CHROMA_FOLDER,
@@ -139,7 +139,7 @@ class ChromaStore:
                 "fingerprint, embed); build one with embedders.get(name)"
             )
         client = options.get("client")
-        prefix = options.get("collection_prefix", DEFAULT_COLLECTION_PREFIX)
+        given_prefix = options.get("collection_prefix")
         journal = options.get("journal")
         if journal is not None and client is None:
             raise ValueError(
@@ -166,7 +166,8 @@ class ChromaStore:
         self._server: str | None = None  # the server, in words, when this store connected one
         self._unavailable: str | None = None  # why there is no vector index (journal-only)
         self._holder = ""  # the process holding the embedded folder, in words (journal-only)
-        check_prefix(prefix)  # before anything is opened
+        if given_prefix is not None:
+            check_prefix(given_prefix)  # before anything is opened
         if client is None:
             from .chroma_server import store_client
 
@@ -178,7 +179,9 @@ class ChromaStore:
             if found is not None:
                 client, self._server = found
         self._embedded = client is None
-        self._keys = IndexStateKeys(embedded=self._embedded, prefix=prefix)
+        # A server this folder does not own may hold other stores' collections: name ours after
+        # the journal's id (docs/storage.md#one-collection-per-scope).
+        by_store_id = journal is not None or bool(options.get("chroma_url"))
         if journal is None:
             assert self._dir is not None
             self._dir.mkdir(parents=True, exist_ok=True)
@@ -198,15 +201,21 @@ class ChromaStore:
                     "Chroma folder is opened by one process at a time)"
                 )
         try:
-            if self._unavailable is None:
-                self._index = self.index_type(client, prefix)
             self._journal: JournalStore = journal or SqliteStore(
                 self._folder() / JOURNAL_FILE,
                 max_entry_bytes=options.get("max_entry_bytes", DEFAULT_MAX_ENTRY_BYTES),
                 busy_timeout_s=options.get("busy_timeout_s", DEFAULT_BUSY_TIMEOUT_S),
                 clock=options.get("clock", utc_now),
             )
+            prefix = given_prefix or (
+                store_prefix(self._journal.store_id) if by_store_id else DEFAULT_COLLECTION_PREFIX
+            )
+            self._keys = IndexStateKeys(embedded=self._embedded, prefix=prefix)
+            if self._unavailable is None:
+                self._index = self.index_type(client, prefix)
         except BaseException:
+            if journal is None and getattr(self, "_journal", None) is not None:
+                self._journal.close()
             if self._opened_folder:
                 close_folder(self._folder())
             raise

@@ -20,14 +20,7 @@ if TYPE_CHECKING:
     from .chroma_store import ChromaStore
     from .postgres_store import PostgresStore
 
-__all__ = ["DSN_ENV", "hosted_prefix", "open_hosted_journal", "open_hosted_store"]
-
-
-def hosted_prefix(journal: PostgresStore) -> str:
-    """The collection prefix of the journal's vectors on a Chroma server: ``am-`` and the first
-    16 hex digits of its store id, so stores sharing one server never share a collection and
-    every process of one store finds the same ones."""
-    return "am-" + journal.store_id.replace("-", "")[:16]
+__all__ = ["DSN_ENV", "open_hosted_journal", "open_hosted_store"]
 
 
 def open_hosted_journal(
@@ -58,7 +51,7 @@ def open_hosted_store(
     """A :class:`~agentmemory.ChromaStore` over the PostgreSQL journal at ``dsn`` with its
     vectors on the Chroma server at ``chroma_url`` (``HOST:PORT`` or ``http://HOST:PORT``,
     :func:`agentmemory.chroma_server.parse_chroma_address`), collection prefix
-    :func:`hosted_prefix`, telemetry off. :func:`agentmemory.open_store` with ``dsn=`` calls it.
+    :func:`agentmemory.chroma_index.store_prefix` of the journal's id, telemetry off. :func:`agentmemory.open_store` with ``dsn=`` calls it.
 
     The embedder: the one given (an :class:`embedders.Embedder` or a registry name); else one
     giving the vectors whose fingerprint the journal records for this index (through
@@ -74,8 +67,10 @@ def open_hosted_store(
         StoreUnavailableError: the database cannot be reached.
         EmbedderNameError, EmbedderMismatchError: as :func:`agentmemory.open_store`.
     """
+    from .chroma_index import store_prefix
     from .chroma_server import connect_url, parse_chroma_address
     from .chroma_store import ChromaStore
+    from .index_state import IndexStateKeys
 
     parse_chroma_address(chroma_url)  # a bad address is refused before any connection
     journal_options = {k: store_options.pop(k) for k in ("lock_timeout_s",) if k in store_options}
@@ -87,14 +82,14 @@ def open_hosted_store(
         elif embedder is not None:
             chosen = embedder
         else:
-            stored = journal.get_state(f"chroma-index:client:{hosted_prefix(journal)}:embedder")
+            keys = IndexStateKeys(embedded=False, prefix=store_prefix(journal.store_id))
+            stored = journal.get_state(keys.embedder)
             found = embedder_for(stored) if stored else None
             chosen = found or choose_embedder(None)
         return ChromaStore(
             None,
             journal=journal,
             client=client,
-            collection_prefix=hosted_prefix(journal),
             embedder=chosen,
             reindex=reindex,
             read_only=read_only,

@@ -40,6 +40,7 @@ import os
 import sqlite3
 import threading
 import time
+import uuid
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
@@ -169,6 +170,17 @@ def _m004_journal_session_index(conn: sqlite3.Connection) -> None:
     )
 
 
+STORE_ID_KEY = "store.id"
+"""The ``store_state`` key of the store's random id (a UUID, made by ``m005_store_id``)."""
+
+
+def _m005_store_id(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        "INSERT OR IGNORE INTO store_state (key, value) VALUES (?, ?)",
+        (STORE_ID_KEY, str(uuid.uuid4())),
+    )
+
+
 MIGRATIONS: builtins.list[Migration] = [
     Migration(
         1,
@@ -189,6 +201,9 @@ MIGRATIONS: builtins.list[Migration] = [
     # The journal by session, for forget_session (docs/kinds.md#forgetting-a-session). The
     # record itself is unchanged: provenance rides in the line as members Go ignores.
     Migration(4, "m004_journal_session_index", _m004_journal_session_index, {}),
+    # A random id for the store, made once: what names its vectors on a Chroma server it shares
+    # with other stores (docs/storage.md#one-collection-per-scope).
+    Migration(5, "m005_store_id", _m005_store_id, {}),
 ]
 """The schema steps in order. Append new ones; never edit or reorder an applied one."""
 
@@ -1193,6 +1208,24 @@ class SqliteStore:
         return int(row[0])
 
     # -- derived state -----------------------------------------------------------------------
+
+    @property
+    def store_id(self) -> str:
+        """The store's random id (a UUID made by migration ``m005_store_id``; the same for every
+        handle on the file, different for any other store, kept by a copy of the file).
+
+        Raises:
+            StoreFormatError: the journal has no id: it is read-only and older than that
+                migration (open it once where it may be written), or its row was deleted.
+        """
+        value = self.get_state(STORE_ID_KEY)
+        if value is None:
+            raise StoreFormatError(
+                str(self._path),
+                f"it has no store id (store_state {STORE_ID_KEY}); open it once where it may be "
+                "written, so its migrations run",
+            )
+        return value
 
     def get_state(self, key: str) -> str | None:
         """The value stored under ``key`` in ``store_state`` (or deferred by this handle and not

@@ -337,6 +337,7 @@ def test_apply_in_txn_sees_every_write_and_a_failure_rolls_the_write_back(
         "m002_lexical_index",
         "m003_supersedes_index",
         "m004_journal_session_index",
+        "m005_store_id",
         "m099_derived",
     ]
     with pytest.raises(StoreFormatError) as err:
