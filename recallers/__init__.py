@@ -82,8 +82,10 @@ from .tokenizer import (
     tokenize,
 )
 from .vector import ExactVectorIndex, VectorRecaller
+from .vector_query import BYTES_PER_WORD_PIECE, WINDOWLESS_PIECES, vector_query, vector_query_bytes
 
 __all__ = [
+    "BYTES_PER_WORD_PIECE",
     "COMMON_TERM_CANDIDATES",
     "DEFAULT_B",
     "DEFAULT_CANDIDATES",
@@ -108,6 +110,7 @@ __all__ = [
     "THEORETICAL_MINIMUMS",
     "TOKENIZER_STATE_KEY",
     "TOKENIZER_VERSION",
+    "WINDOWLESS_PIECES",
     "BM25Index",
     "BM25Recaller",
     "Document",
@@ -141,4 +144,6 @@ __all__ = [
     "shown_score",
     "stemmer_languages",
     "tokenize",
+    "vector_query",
+    "vector_query_bytes",
 ]
