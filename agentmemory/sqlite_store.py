@@ -1426,21 +1426,18 @@ class SqliteStore:
         how many records were read before the damage (``"memory_journal: database disk image is
         malformed after 260 records (seq 260)"``). The indexes and the lexical tables are
         derived from these and not read here (docs/storage.md#a-cut-journal-file). Changes
-        nothing; reads the whole journal (about 0.1 s per 100k records).
+        nothing; reads the whole journal (0.3 s at 100k entries and records here, load 2).
         """
-        whole = {
-            "store_schema": "SELECT total(length(name) + length(applied)) FROM store_schema",
-            "memory_entries": "SELECT total(length(scope) + length(name) + length(content)"
-            " + length(meta) + length(hash) + length(updated)) FROM memory_entries",
-            "store_state": "SELECT total(length(key) + length(value)) FROM store_state",
-        }
         problems: builtins.list[str] = []
         with self._rlock:
             self._check_open()
             conn = self._reader
-            for table, sql in whole.items():
+            for table in JOURNAL_TABLES:
+                if table == "memory_journal":
+                    continue  # read below, in seq order
                 try:
-                    conn.execute(sql).fetchall()
+                    columns = " + ".join(f"length({c})" for c in self._table_columns(conn, table))
+                    conn.execute(f"SELECT total({columns or 0}) FROM {table}").fetchall()
                 except sqlite3.DatabaseError as err:
                     problems.append(f"{table}: {err}")
             read, last = 0, 0
