@@ -106,6 +106,7 @@ from .tokenizer import (
     tokenize,
 )
 from .vector import ExactVectorIndex, VectorRecaller
+from .vector_query import BYTES_PER_WORD_PIECE, WINDOWLESS_PIECES, vector_query, vector_query_bytes
 
 
 def _cross_encoder(folder: str | Path, **kwargs: Any) -> Reranker:
@@ -115,6 +116,7 @@ def _cross_encoder(folder: str | Path, **kwargs: Any) -> Reranker:
 register_reranker("cross-encoder", _cross_encoder, argument="<folder>")
 
 __all__ = [
+    "BYTES_PER_WORD_PIECE",
     "COMMON_TERM_CANDIDATES",
     "DEFAULT_B",
     "DEFAULT_CANDIDATES",
@@ -141,6 +143,7 @@ __all__ = [
     "THEORETICAL_MINIMUMS",
     "TOKENIZER_STATE_KEY",
     "TOKENIZER_VERSION",
+    "WINDOWLESS_PIECES",
     "BM25Index",
     "BM25Recaller",
     "CrossEncoderReranker",
@@ -182,4 +185,6 @@ __all__ = [
     "shown_score",
     "stemmer_languages",
     "tokenize",
+    "vector_query",
+    "vector_query_bytes",
 ]

@@ -365,3 +365,171 @@ def test_a_segment_file_that_crashes_its_loader_is_found_by_a_probe_and_rebuilt(
         check=False,
     )
     assert found.returncode == 0 and "hits in user" in found.stdout, found.stderr
+
+
+# -- pages cut from the end of journal.sqlite3 (docs/storage.md#a-cut-journal-file) ------------
+
+LEXICAL_TABLES = {
+    "memory_lexical_data",
+    "memory_lexical_idx",
+    "memory_lexical_content",
+    "memory_lexical_docsize",
+    "memory_lexical_config",
+    "memory_lexical_docs",
+    "sqlite_autoindex_memory_lexical_docs_1",
+}
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """The command line in a process of its own, as a user runs it: what it logs while opening
+    reaches stderr there (under pytest, the log goes to pytest's handlers instead)."""
+    return subprocess.run(
+        [sys.executable, "-m", "agentmemory", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+
+
+def cli_store(folder: Path, *, purge: bool) -> None:
+    """300 entries imported through the command line; with ``purge``, one entry then purged
+    through it too (its VACUUM writes the tables in schema order, the lexical ones last)."""
+    lines = folder.parent / f"{folder.name}.jsonl"
+    lines.write_text(
+        "".join(
+            json.dumps({"scope": "user", "name": f"n-{i}", "content": f"note {i} about zebras "
+                        "and lions, day " + f"{i} " + "more words here " * (i % 7)}) + "\n"
+            for i in range(301)
+        )
+    )  # fmt: skip
+    done = run("import", str(lines), "--path", str(folder), *HASHING)
+    assert done.exit_code == 0, done.output
+    if purge:
+        done = run("purge", "user/n-300", "--reason", "test", "--path", str(folder), *HASHING)
+        assert done.exit_code == 0, done.output
+
+
+def tail_owners(db: Path, pages: int) -> set[str]:
+    """The tables and indexes whose pages are the last ``pages`` of ``db``, by sqlite's dbstat."""
+    with sqlite3.connect(db) as conn:
+        (count,) = conn.execute("PRAGMA page_count").fetchone()
+        owners = {
+            str(name)
+            for (name,) in conn.execute(
+                "SELECT DISTINCT name FROM dbstat WHERE pageno > ?", (count - pages,)
+            )
+        }
+    conn.close()
+    return owners
+
+
+def cut_pages(db: Path, pages: int) -> None:
+    with db.open("r+b") as f:
+        f.truncate(db.stat().st_size - pages * 4096)
+
+
+@pytest.fixture(scope="module")
+def purged_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("cut") / "store"
+    cli_store(folder, purge=True)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def imported_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("cut") / "store"
+    cli_store(folder, purge=False)
+    return folder
+
+
+@pytest.mark.parametrize("pages", [1, 3, 10])
+def test_pages_cut_from_the_lexical_tables_cost_no_write(
+    tmp_path: Path, purged_store: Path, pages: int
+) -> None:
+    """Before: every command failed at open with "not an sqlite database (database disk image
+    is malformed)". Now the file gets its length back, writes land, and --repair rebuilds."""
+    folder = tmp_path / "store"
+    shutil.copytree(purged_store, folder)
+    db = folder / "journal.sqlite3"
+    assert tail_owners(db, pages) <= LEXICAL_TABLES  # what this test is about: derived pages
+    cut_pages(db, pages)
+    with pytest.raises(sqlite3.DatabaseError, match="malformed"):  # what sqlite does with it
+        sqlite3.connect(db).execute("PRAGMA quick_check").fetchall()
+
+    saved = cli("save", "user/fresh", "a fresh okapi sighting", "--path", str(folder), *HASHING)
+    assert saved.returncode == 0, saved.stderr
+    assert "journal seq 304" in saved.stdout  # 301 imported, a purge wrote 2
+    assert f"{pages} page" in saved.stderr and "shorter than its header" in saved.stderr
+    assert "verify --repair" in saved.stderr and "not an sqlite database" not in saved.stderr
+    shown = run("journal", "--path", str(folder))
+    assert shown.exit_code == 0 and "user/fresh" in shown.stdout.splitlines()[-1]
+
+    found = run("search", "okapi", "--path", str(folder), *HASHING)
+    assert found.exit_code == 0, found.output
+    assert "the bm25 leg failed" in found.stderr and "damaged" in found.stderr
+    assert "(vector)" in found.stdout.splitlines()[0]
+
+    checked = run("verify", "--path", str(folder), *HASHING)
+    assert checked.exit_code == 1
+    assert "shorter than its header" in checked.stdout and "verify --repair" in checked.stdout
+    repaired = run("verify", "--repair", "--path", str(folder), *HASHING)
+    assert repaired.exit_code == 0, repaired.output
+    assert "lexical index rebuilt: 301 entries" in repaired.stdout  # 301 - n-300 + fresh
+    again = run("verify", "--path", str(folder), *HASHING)
+    assert again.exit_code == 0 and "lexical index ok" in again.stdout, again.output
+    found = run("search", "fresh okapi", "--mode", "bm25", "--path", str(folder), *HASHING)
+    assert found.exit_code == 0 and "1. user/fresh" in found.stdout, found.output
+    found = run("search", "note 7 zebras", "--mode", "bm25", "--path", str(folder), *HASHING)
+    assert "1. user/n-7" in found.stdout, found.output
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    conn.close()
+
+
+@pytest.mark.parametrize("pages", [3, 10])
+def test_pages_cut_from_the_journal_tables_say_damaged_with_the_cure(
+    tmp_path: Path, imported_store: Path, pages: int
+) -> None:
+    """An import leaves journal pages among the last ones: a cut takes records with it. Before:
+    "not an sqlite database". Now each command says the journal is damaged and the cure, the
+    records before the damage can still be read, and --repair refuses to rewrite the file."""
+    folder = tmp_path / "store"
+    shutil.copytree(imported_store, folder)
+    db = folder / "journal.sqlite3"
+    assert "memory_journal" in tail_owners(db, pages)
+    cut_pages(db, pages)
+    first = cli("save", "user/fresh", "a fresh okapi", "--path", str(folder), *HASHING)
+    assert first.returncode == 1
+    assert "memory_journal: database disk image is malformed after" in first.stderr
+    for args in (("save", "user/fresh", "a fresh okapi"), ("search", "zebras"), ("verify",),
+                 ("verify", "--repair")):  # fmt: skip
+        said = run(*args, "--path", str(folder), *HASHING)
+        assert said.exit_code == 1, (args, said.output)
+        lines = said.stderr.strip().splitlines()
+        assert len(lines) == 1, (args, lines)
+        assert lines[0].startswith(f"agentmemory: store {folder}: the journal database is damaged")
+        assert "backup" in lines[0] and "shorter than its header" in lines[0]
+        assert "not an sqlite database" not in lines[0]
+    shown = run("journal", "--path", str(folder))
+    assert shown.exit_code == 1 and "damaged" in shown.stderr
+    assert "user/n-0 " in shown.stdout  # what is left before the damage is still printed
+    with SqliteStore(db) as st:
+        problems = st.check_journal()
+        assert any(p.startswith("memory_journal: ") for p in problems), problems
+        with pytest.raises(StoreIOError) as err:
+            st.rebuild_lexical()
+        assert err.value.kind == "damaged" and "memory_journal" in str(err.value)
+
+
+def test_a_cut_read_only_journal_is_read_as_it_is(tmp_path: Path, purged_store: Path) -> None:
+    folder = tmp_path / "store"
+    shutil.copytree(purged_store, folder)
+    db = folder / "journal.sqlite3"
+    cut_pages(db, 3)
+    size = db.stat().st_size
+    with read_only(folder, db), SqliteStore(db) as st:
+        assert st.read_only
+        assert len(st.list("user")) == 300 and st.get("user", "n-7").content.startswith("note 7")
+        assert [c.seq for c in st.journal()] == list(range(1, 304))
+    assert db.stat().st_size == size  # nothing padded it: a read-only store is never written

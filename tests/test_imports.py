@@ -79,6 +79,7 @@ OURS_ON_IMPORT = {
     "recallers.reranker_registry",
     "recallers.tokenizer",
     "recallers.vector",
+    "recallers.vector_query",
 }
 
 # The third-party top-level packages `import agentmemory` may load: numpy (vectors are numpy arrays
