@@ -307,6 +307,7 @@ class ChromaStore:
             # a reader on a server leaves indexing to the writers (docs/storage.md#reads-do-not-write)
             self._follower.warn_lost()
             self._follower.replay()
+            self._follower.warn_shorter_journal()
         self._finish_purge()
 
     # -- properties --------------------------------------------------------------------------

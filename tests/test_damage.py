@@ -27,6 +27,7 @@ from agentmemory import (
     Entry,
     IndexDamagedError,
     IndexDamagedWarning,
+    IndexOutOfStepWarning,
     SqliteStore,
     StoreIOError,
     tools,
@@ -268,6 +269,13 @@ def test_a_journal_shorter_than_its_index_keeps_the_evidence(tmp_path: Path) -> 
     with ChromaStore.open(folder, embedder=HashingEmbedder(256)) as st:
         st.put_many([Entry("user", f"late-{i}", f"a later note {i}") for i in range(20)])
     db.write_bytes(older.read_bytes())
+    with (
+        pytest.warns(IndexOutOfStepWarning, match="the journal may have lost records"),
+        ChromaStore.open(folder, embedder=HashingEmbedder(256)),
+    ):
+        pass  # opening says so (before, it opened silently and the next write reused seq 31)
+    searched = run("search", "note", "--path", str(folder), *HASHING)
+    assert searched.exit_code == 0 and "journal may have lost records" in searched.stderr
     checked = run("verify", "--path", str(folder), *HASHING)
     assert checked.exit_code == 1
     assert "journal shorter than its index: 20 vectors" in checked.stdout, checked.output
