@@ -271,7 +271,8 @@ class MemoryServer:
             raise MCPError(
                 types.INVALID_PARAMS, f"prompt {RECALL_PROMPT} needs the argument hint (text)"
             )
-        text = await anyio.to_thread.run_sync(self._recalled_locked, hint)
+        async with self._turns:  # in order with the calls and reads sent before it
+            text = await anyio.to_thread.run_sync(self._recalled_locked, hint)
         return types.GetPromptResult(
             description="Memory recalled for this turn",
             messages=[types.PromptMessage(role="user", content=types.TextContent(text=text))],

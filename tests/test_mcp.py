@@ -222,10 +222,10 @@ def test_in_process_server_instructions_and_anchoring() -> None:
 # -- a client that pipelines, cancels or goes away (issue: the journal stays the truth) ------
 
 
-def raw_server(path: Path, errlog: Any) -> subprocess.Popen[bytes]:
+def raw_server(path: Path, errlog: Any, *extra: str) -> subprocess.Popen[bytes]:
     """``agentmemory mcp`` as a subprocess driven with raw JSON-RPC lines on its stdin."""
     return subprocess.Popen(
-        [sys.executable, *server_command(path)],
+        [sys.executable, *server_command(path, *extra)],
         cwd=str(ROOT),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -283,6 +283,48 @@ def test_pipelined_calls_run_in_the_order_they_were_sent(tmp_path: Path) -> None
     with SqliteStore(store / "journal.sqlite3") as journal:
         names = [r.entry.name for r in journal.journal()]
     assert names == [f"note-{i:02d}" for i in range(1, 31)]
+
+
+def test_a_recall_prompt_sent_after_saves_sees_them(tmp_path: Path) -> None:
+    """Twenty saves of project notes, then at once the memory-recall prompt for the last note's
+    words: the prompt waits its turn behind the saves (first in, first out, as tool calls do), so
+    the part it returns holds the note saved just before it."""
+    store = tmp_path / "mem"
+    notes = [
+        rpc(
+            i,
+            "tools/call",
+            {
+                "name": "memory_save",
+                "arguments": {
+                    "scope": "user",
+                    "name": f"note-{i:02d}",
+                    "content": f"deploy step {i} uses cluster zeta{i}",
+                    "type": "project",
+                },
+            },
+        )
+        for i in range(1, 21)
+    ]
+    prompt = rpc(
+        99, "prompts/get", {"name": "memory-recall", "arguments": {"hint": "cluster zeta20"}}
+    )
+    with (tmp_path / "err.txt").open("wb") as err:
+        proc = raw_server(store, err, "--policy", "default")
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(HANDSHAKE + b"".join(notes) + prompt)
+        proc.stdin.flush()
+        replies: dict[int, Any] = {}
+        while 99 not in replies:
+            line = proc.stdout.readline()
+            assert line, (tmp_path / "err.txt").read_text()
+            reply = json.loads(line)
+            replies[reply["id"]] = reply
+        proc.stdin.close()
+        proc.wait(timeout=120)
+    assert "error" not in replies[99], replies[99]
+    text = replies[99]["result"]["messages"][0]["content"]["text"]
+    assert "zeta20" in text, text
 
 
 def test_a_client_that_goes_away_stops_the_work_queued_behind_it(tmp_path: Path) -> None:
