@@ -35,6 +35,7 @@ OURS_ON_IMPORT = {
     "agentmemory.index_sync",
     "agentmemory.journal",
     "agentmemory.journal_file",
+    "agentmemory.journal_rewrite",
     "agentmemory.journal_store",
     "agentmemory.kinds",
     "agentmemory.lock_file",
