@@ -18,8 +18,10 @@ what a person changed by hand first (a ``"reconciled"`` record); write the entry
 scope's INDEX.md; append the record; save the cursor.
 
 A person may edit, add and remove entry files at any time. :meth:`FileStore.reconcile` journals
-every such change as a ``source="reconciled"`` record with no session, and a write over an entry a
-person edited records the person's version first, so the journal never loses a state.
+every such change as a ``source="reconciled"`` record with no session, and every write journals
+the changes made anywhere in the folder first (opening only the files whose ``stat`` changed since
+the handle last looked), so the journal never loses a state and search sees a hand edit after the
+next write (docs/filestore-format.md#a-persons-edit-is-journaled-first).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import dataclasses
 import logging
 import os
 import secrets
+import stat
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -142,6 +145,10 @@ class Reconciliation:
     damaged: list[DamagedLine]
 
 
+_FileStat = tuple[int, int, int, int]
+"""What a sweep compares of an entry file: ``(st_ino, st_size, st_mtime_ns, st_ctime_ns)``."""
+
+
 def _differs(found: Entry, journaled: tuple[str, str] | None) -> bool:
     """Whether the file's content or meta is not the state the journal left."""
     return journaled is None or journaled != (found.hash, meta_hash(found.meta))
@@ -216,6 +223,9 @@ class FileStore:
         self._vectors: FolderVectors | None = None
         self._cursor_moved = False
         self._recovery: str | None = None
+        # entry files (scope/name -> _FileStat) the journal agreed with at this handle's last
+        # sweep or reconcile; None until then, when the first write looks at every file
+        self._seen: dict[str, _FileStat] | None = None
         if (self._root / PURGE_MARKER).exists():
             try:  # finish or roll back a killed process's purge
                 with self._writing() as cur:
@@ -621,9 +631,12 @@ class FileStore:
         See :meth:`agentmemory.Store.put` for the rule. The stored entry is the file as it is
         now: when a person edited it (or created it, or removed it) since the journal last
         recorded it, a ``"reconciled"`` record of the person's version is appended first, and
-        this write's ``replaced`` is that version's hash. A file the store cannot journal
-        (empty, over the bound, bad meta) is not journaled: the chain keeps the journal's last
-        state, and a write anchored in that file records the journal's last state as ``prev``.
+        this write's ``replaced`` is that version's hash; what a person changed in the other
+        entry files is journaled first too, in ``scope/name`` order, as :meth:`reconcile` would
+        (docs/filestore-format.md#a-persons-edit-is-journaled-first). A file the store cannot
+        journal (empty, over the bound, bad meta) is not journaled: the chain keeps the
+        journal's last state, and a write anchored in that file records the journal's last
+        state as ``prev``.
 
         Raises:
             InvalidEntryError: the entry breaks a rule of :func:`agentmemory.check_entry`
@@ -635,20 +648,25 @@ class FileStore:
         """
         check_entry(entry)
         with self._writing() as cur:
+            now = self._now(cur)
+            swept, seen, after = self._sweep(cur, now)
             records = self._plan(
                 cur,
                 entry,
                 self._read_file(entry.scope, entry.name),
-                cur.entries.get(entry.key),
-                cur.seq + 1,
-                self._now(cur),
+                after[entry.key] if entry.key in after else cur.entries.get(entry.key),
+                cur.seq + 1 + len(swept),
+                now,
                 if_hash=if_hash,
                 based_on=based_on,
                 session=session,
             )
             change = records[-1]
             written = {(entry.scope, entry.name): change.entry}
-            self._commit(cur, records, {entry.scope}, lambda: self._write_files(written))
+            records = [*swept, *records]
+            scopes = {entry.scope} | {c.entry.scope for c in swept}
+            self._commit(cur, records, scopes, lambda: self._write_files(written))
+            self._seen = seen
         self._index_vectors(records)
         return change.copy()
 
@@ -676,16 +694,16 @@ class FileStore:
             return []
         with self._writing() as cur:
             now = self._now(cur)
-            seq = cur.seq + 1
+            records, seen, after = self._sweep(cur, now)
+            seq = cur.seq + 1 + len(records)
             files: dict[tuple[str, str], Entry | None] = {}
             states: dict[tuple[str, str], tuple[str, str] | None] = {}
-            records: builtins.list[Change] = []
             own: builtins.list[Change] = []
             for e in batch:
                 k = (e.scope, e.name)
                 if k not in files:
                     files[k] = self._read_file(e.scope, e.name)
-                    states[k] = cur.entries.get(e.key)
+                    states[k] = after[e.key] if e.key in after else cur.entries.get(e.key)
                 planned = self._plan(cur, e, files[k], states[k], seq, now, session=session)
                 records.extend(planned)
                 own.append(planned[-1])
@@ -693,8 +711,9 @@ class FileStore:
                 files[k] = planned[-1].entry
                 states[k] = (planned[-1].entry.hash, meta_hash(planned[-1].entry.meta))
             written = {k: f for k, f in files.items() if f is not None}
-            scopes = {scope for scope, _ in written}
+            scopes = {scope for scope, _ in written} | {c.entry.scope for c in records}
             self._commit(cur, records, scopes, lambda: self._write_files(written))
+            self._seen = seen
         self._index_vectors(records)
         return [c.copy() for c in own]
 
@@ -732,24 +751,38 @@ class FileStore:
             found = self._read_file(scope, name)
             if found is None:
                 raise NotFoundError(scope, name)
-            records = self._forget_records(cur, found, cur.seq + 1, self._now(cur), session)
+            now = self._now(cur)
+            swept, seen, after = self._sweep(cur, now)
+            key = found.key
+            journaled = after[key] if key in after else cur.entries.get(key)
+            own = self._forget_records(
+                cur, found, journaled, cur.seq + 1 + len(swept), now, session
+            )
             path = self._root / scope / f"{name}{ENTRY_SUFFIX}"
 
             def remove_file() -> None:
                 remove_durably(path)
 
-            self._commit(cur, records, {scope}, remove_file)
+            records = [*swept, *own]
+            self._commit(cur, records, {scope} | {c.entry.scope for c in swept}, remove_file)
+            self._seen = seen
         self._index_vectors(records)
         return records[-1].copy()
 
     def _forget_records(
-        self, cur: Cursor, found: Entry, seq: int, now: datetime, session: str | None
+        self,
+        cur: Cursor,
+        found: Entry,
+        journaled: tuple[str, str] | None,
+        seq: int,
+        now: datetime,
+        session: str | None,
     ) -> builtins.list[Change]:
-        """The records a forget of the entry file ``found`` appends, numbered from ``seq``: a
-        reconciled record of a person's change first when the file can be journaled, then the
-        tombstone (of the journal's last record when the file cannot be)."""
+        """The records a forget of the entry file ``found`` appends, numbered from ``seq``
+        (``journaled``: the state the journal left it in): a reconciled record of a person's
+        change first when the file can be journaled, then the tombstone (of the journal's last
+        record when the file cannot be)."""
         key = found.key
-        journaled = cur.entries.get(key)
         chain = journaled[0] if journaled else ""
         pre: builtins.list[Change] = []
         base = found
@@ -767,6 +800,90 @@ class FileStore:
                 chain = found.hash
         tomb = plan_forget(base, seq=seq + len(pre), now=now, session=session)
         return [*pre, dataclasses.replace(tomb, prev=chain, replaced=chain)]
+
+    def _stat_files(
+        self, known: dict[str, _FileStat] | None = None
+    ) -> tuple[dict[str, _FileStat], builtins.list[str]]:
+        """Every entry file of the folder, ``scope/name`` -> :data:`_FileStat` (one folder listing
+        per scope and one ``stat`` per file; no file is opened), and the keys whose stat is not
+        the one in ``known`` (every key when ``known`` is ``None``)."""
+        out: dict[str, _FileStat] = {}
+        changed: builtins.list[str] = []
+        previous = known or {}
+        suffix = len(ENTRY_SUFFIX)
+        for scope in self._scopes():
+            try:
+                items = list(os.scandir(self._root / scope))
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            prefix = scope + "/"
+            for d in items:
+                name = d.name
+                if not name.endswith(ENTRY_SUFFIX):
+                    continue
+                key = prefix + name[:-suffix]
+                before = previous.get(key)
+                if before is None and not valid_name(name[:-suffix]):
+                    continue
+                try:
+                    st = d.stat()
+                except FileNotFoundError:
+                    continue
+                if stat.S_ISREG(st.st_mode):
+                    now = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+                    out[key] = now
+                    if now != before:
+                        changed.append(key)
+        return out, changed
+
+    def _sweep(
+        self, cur: Cursor, now: datetime, *, skip: str = ""
+    ) -> tuple[builtins.list[Change], dict[str, _FileStat], dict[str, tuple[str, str] | None]]:
+        """What a person changed by hand in the whole folder, for a write to journal first
+        (docs/filestore-format.md#a-persons-edit-is-journaled-first): the reconciled records,
+        numbered from ``cur.seq + 1`` in ``scope/name`` byte order (as :meth:`reconcile` would
+        write them; entry ``skip`` left out), the files' :data:`_FileStat` to remember once they
+        are committed, and the state each record leaves its entry in (``None``: tombstoned).
+
+        Only files whose inode, size, modification or change time differ from what this handle
+        saw at its last write or reconcile are opened, and entries the journal leaves live with
+        no file; a handle's first write opens every file, as :meth:`reconcile` does. A file the
+        store cannot journal is left alone (as :meth:`reconcile` leaves it)."""
+        seen = self._seen
+        files, changed = self._stat_files(seen)
+        if seen is None:  # every file is read: keep the descriptions INDEX.md needs
+            for scope in {k.partition("/")[0] for k in files}:
+                self._index_cache.setdefault(scope, {})
+        keys = set(changed)
+        keys.update(k for k in cur.entries if k not in files)
+        keys.discard(skip)
+        seq = cur.seq
+        changes: builtins.list[Change] = []
+        after: dict[str, tuple[str, str] | None] = {}
+        for key in sorted(keys, key=lambda k: k.encode()):
+            journaled = cur.entries.get(key)
+            chain = journaled[0] if journaled else ""
+            scope, _, name = key.partition("/")
+            found = self._read_file(scope, name) if key in files else None
+            if found is None:
+                files.pop(key, None)
+                if journaled is None:
+                    continue
+                gone = self._removed(key, chain, seq + 1, now, cur)
+                if gone is not None:
+                    seq += 1
+                    changes.append(gone)
+                    after[key] = None
+                continue
+            cached = self._index_cache.get(scope)
+            if cached is not None:
+                cached[name] = found.description
+            if not _differs(found, journaled) or self._journalable(found):
+                continue
+            seq += 1
+            changes.append(self._reconciled(found, chain, seq, now))
+            after[key] = (found.hash, meta_hash(found.meta))
+        return changes, files, after
 
     def reconcile(self) -> Reconciliation:
         """Journal what a person changed by hand since the journal last recorded each entry.
@@ -786,6 +903,7 @@ class FileStore:
             StoreLockedError: another writer held the folder for over ``lock_timeout_s``.
         """
         with self._writing() as cur:
+            seen, _ = self._stat_files()
             files: dict[str, Entry] = {}
             for scope in self._scopes():
                 scanned = self._read_scope(scope)
@@ -816,6 +934,7 @@ class FileStore:
                 seq += 1
                 changes.append(self._reconciled(found, chain, seq, now))
             self._commit(cur, changes, {c.entry.scope for c in changes})
+            self._seen = seen
             done = Reconciliation(changes=changes, unjournaled=skipped, damaged=self._damage_seen)
         self._index_vectors(changes)
         return done
@@ -890,18 +1009,28 @@ class FileStore:
         self, cur: Cursor, scope: str, name: str, reason: str, session: str | None
     ) -> PurgeReceipt:
         key = f"{scope}/{name}"
+        found = self._read_file(scope, name)
+        if found is None and not any(
+            isinstance(c, Change) and c.entry.key == key
+            for _, _, c in scan_journal(self.journal_path)
+        ):
+            raise NotFoundError(scope, name)
+        now = self._now(cur)
+        swept, seen, _ = self._sweep(cur, now, skip=key)  # other hand edits, journaled first
+        if swept:
+            self._commit(cur, swept, {c.entry.scope for c in swept})
+        self._seen = seen
         try:
             data = self.journal_path.read_bytes()
         except FileNotFoundError:
             data = b""
         lines = builtins.list(scan_journal(self.journal_path))
         history = [(off, c) for off, _, c in lines if isinstance(c, Change) and c.entry.key == key]
-        found = self._read_file(scope, name)
-        if not history and found is None:
-            raise NotFoundError(scope, name)
-        now = self._now(cur)
         seq = cur.seq + 1
-        fresh = [] if found is None else self._forget_records(cur, found, seq, now, session)
+        journaled = cur.entries.get(key)
+        fresh = (
+            [] if found is None else self._forget_records(cur, found, journaled, seq, now, session)
+        )
         every = [c for _, c in history] + fresh
         redacted = redact_history(every)
         left = iter(redacted)  # redact_history leaves out redacted and purge records, in order
@@ -1247,7 +1376,7 @@ class FileStore:
         The index (:class:`recallers.BM25Index`, in memory) is built from the entry files on
         first use, follows this handle's writes and reconciles, and reads the records other
         handles or processes appended from the journal before each search. A person's edit is
-        seen after the next write to that entry or :meth:`reconcile`.
+        seen after the next write (to any entry) or :meth:`reconcile`.
 
         Raises :class:`~agentmemory.InvalidEntryError` for a scope that is not kebab-case.
         """

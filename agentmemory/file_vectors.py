@@ -8,7 +8,7 @@ follows ``journal.jsonl``: its cursor, ``.vectors/cursor.json``, records the jou
 applied, the journal's head hash and the embedder's fingerprint. :meth:`FolderVectors.catch_up`
 reads the records after the offset (only those), keeps each entry's last state, and embeds and
 upserts the live ones and deletes the forgotten ones. A person's edit reaches the index once it is
-journaled (the next write to the entry, or ``reconcile()``).
+journaled (the next write to any entry, or ``reconcile()``).
 
 Like every embedded Chroma folder, ``.vectors`` is owned by one process at a time (a lock naming
 the holder, docs/storage.md#the-folder-lock); other processes may still write the folder (without
