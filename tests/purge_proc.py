@@ -10,6 +10,9 @@ FileStore with the hashing:64 embedder and purges ``user/address``, stopping for
 before the new journal is renamed over ``journal.jsonl`` (``file-before``) or just after
 (``file-after``), printing ``ready`` there.
 
+``purge_proc.py DSN pg-vacuum``: opens the PostgresStore at DSN and purges ``user/address``,
+stopping for up to 60 s after its transaction committed, before its ``VACUUM FULL``.
+
 ``purge_proc.py FOLDER hold``: opens the Markdown folder FOLDER with the hashing:64 embedder (so
 this process owns ``.vectors``), prints ``ready`` and sleeps up to 60 s.
 
@@ -69,6 +72,22 @@ class PausingFileStore(FileStore):
             time.sleep(PAUSE_S)
 
 
+def pausing_postgres_store(dsn: str) -> object:
+    """A real PostgresStore that stops before the purge's VACUUM FULL (psycopg is imported
+    only for this phase)."""
+    from collections.abc import Sequence
+
+    from agentmemory.postgres_store import PostgresStore
+
+    class PausingPostgresStore(PostgresStore):
+        def _vacuum_after_purge(self, pending: Sequence[str]) -> None:
+            print("ready", flush=True)
+            time.sleep(PAUSE_S)
+            super()._vacuum_after_purge(pending)
+
+    return PausingPostgresStore(dsn)
+
+
 LAST_VERSION = "Home address zqxvelvet-4471-orchid flat 12 (door code 4471)"
 
 
@@ -103,6 +122,10 @@ def main() -> None:
     path, phase = sys.argv[1], sys.argv[2]
     if phase == "reopen":
         reopen(path)
+        return
+    if phase == "pg-vacuum":
+        pg = pausing_postgres_store(path)
+        pg.purge("user", "address", reason="killed midway")  # type: ignore[attr-defined]
         return
     if phase == "hold":
         from embedders import HashingEmbedder

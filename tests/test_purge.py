@@ -213,7 +213,7 @@ def test_bad_reason_writes_nothing(reason: str, tmp_path: Path) -> None:
         assert st.last_seq() == 1 and st.get("user", "address").content == VERSIONS[0]
 
 
-def _kill_at(path: Path, phase: str) -> None:
+def _kill_at(path: Path | str, phase: str) -> None:
     proc = subprocess.Popen(
         [sys.executable, str(PROC), str(path), phase], stdout=subprocess.PIPE, text=True
     )
@@ -352,6 +352,42 @@ def test_postgres_purge_leaves_no_copy_in_the_tables_files(pg_cluster: Cluster) 
         journal = list(st.journal())
         assert [c.seq for c in journal] == list(range(1, len(before) + 2))
         assert journal[-1].source == SOURCE_PURGED and lost_updates(st) == []
+    assert _table_file_hits(pg_cluster, dsn) == []
+    with PostgresStore(dsn) as st:  # reopen: the same journal, nothing to recover, erased
+        assert list(st.journal()) == journal and st.recovery is None
+        assert st.verify_erased("user", "address").erased
+        assert st.search(["user"], SECRET) == []
+    assert _table_file_hits(pg_cluster, dsn) == []
+
+
+def test_postgres_purge_killed_before_its_vacuum_is_finished_by_reopen(pg_cluster: Cluster) -> None:
+    """Killed after its COMMIT and before VACUUM FULL, a purge leaves dead row versions holding
+    the secret: verify_erased says so (the pending key), and the next open runs the vacuum."""
+    from agentmemory.postgres_store import PostgresStore
+
+    dsn = pg_cluster.create_database()
+    with psycopg.connect(dsn, autocommit=True) as conn:  # lets verify_erased count dead rows
+        conn.execute("CREATE EXTENSION pgstattuple")
+    with PostgresStore(dsn) as st:
+        write_history(st)
+        n = st.last_seq()
+        assert st.verify_erased("user", "address").looked[-1].endswith("(pgstattuple)")
+    opened_before = PostgresStore(dsn)
+    try:
+        _kill_at(dsn, "pg-vacuum")
+        assert _table_file_hits(pg_cluster, dsn), "dead row versions hold the secret"
+        check = opened_before.verify_erased("user", "address")
+        assert not check.erased and any("VACUUM FULL has not run" in f for f in check.found)
+        assert any("5 dead row versions in memory_journal" in f for f in check.found), check
+    finally:
+        opened_before.close()
+    with PostgresStore(dsn) as st:
+        assert st.recovery is not None and st.recovery.startswith("finished"), st.recovery
+        journal = list(st.journal())
+        assert len(journal) == n + 1 and journal[-1].entry.content == "killed midway"
+        assert st.verify_erased("user", "address").erased
+    with PostgresStore(dsn) as st:
+        assert st.recovery is None
     assert _table_file_hits(pg_cluster, dsn) == []
 
 
