@@ -274,14 +274,22 @@ class FileStore:
     # -- reading files (no lock) ---------------------------------------------------------------
 
     def _read_file(self, scope: str, name: str) -> Entry | None:
+        found = self._read_entry(scope, name)
+        return None if found is None else found[0]
+
+    def _read_entry(self, scope: str, name: str) -> tuple[Entry, _FileStat] | None:
+        """The entry file ``scope/name`` and its :data:`_FileStat`, taken before the bytes are
+        read (so a change made while reading shows as a change at the next look); ``None``
+        when there is no such file."""
         path = self._root / scope / f"{name}{ENTRY_SUFFIX}"
         try:
             with open(path, "rb") as f:
+                st = os.fstat(f.fileno())
                 data = f.read()
-                mtime_ns = os.fstat(f.fileno()).st_mtime_ns
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return None
-        return parse_entry_file(scope, name, data, mtime_ns)
+        seen = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        return parse_entry_file(scope, name, data, st.st_mtime_ns), seen
 
     def _scopes(self) -> builtins.list[str]:
         try:
@@ -302,12 +310,18 @@ class FileStore:
                 names.append(stem)
         return sorted(names)
 
-    def _read_scope(self, scope: str) -> builtins.list[Entry]:
+    def _read_scope(
+        self, scope: str, seen: dict[str, _FileStat] | None = None
+    ) -> builtins.list[Entry]:
+        """The entry files of ``scope`` by name; each one's :data:`_FileStat` goes into
+        ``seen`` (by ``scope/name``) when given."""
         out = []
         for name in self._names(scope):
-            e = self._read_file(scope, name)
-            if e is not None:  # removed between the listing and the read
-                out.append(e)
+            found = self._read_entry(scope, name)
+            if found is not None:  # removed between the listing and the read
+                out.append(found[0])
+                if seen is not None:
+                    seen[f"{scope}/{name}"] = found[1]
         return out
 
     def get(self, scope: str, name: str) -> Entry:
@@ -864,8 +878,8 @@ class FileStore:
             journaled = cur.entries.get(key)
             chain = journaled[0] if journaled else ""
             scope, _, name = key.partition("/")
-            found = self._read_file(scope, name) if key in files else None
-            if found is None:
+            read = self._read_entry(scope, name) if key in files else None
+            if read is None:
                 files.pop(key, None)
                 if journaled is None:
                     continue
@@ -875,6 +889,7 @@ class FileStore:
                     changes.append(gone)
                     after[key] = None
                 continue
+            found, files[key] = read  # the stat as it was before the bytes were read
             cached = self._index_cache.get(scope)
             if cached is not None:
                 cached[name] = found.description
@@ -903,10 +918,10 @@ class FileStore:
             StoreLockedError: another writer held the folder for over ``lock_timeout_s``.
         """
         with self._writing() as cur:
-            seen, _ = self._stat_files()
+            seen: dict[str, _FileStat] = {}
             files: dict[str, Entry] = {}
             for scope in self._scopes():
-                scanned = self._read_scope(scope)
+                scanned = self._read_scope(scope, seen)
                 self._index_cache[scope] = {e.name: e.description for e in scanned}
                 for e in scanned:
                     files[e.key] = e
@@ -1185,10 +1200,11 @@ class FileStore:
         try:
             # a retry (phase "vectors") does not wait for another owner of .vectors
             self._purge_vectors(marker, self._lock_timeout_s if marker.phase == "journal" else 0)
-        except StoreLockedError as err:
+        except Exception as err:  # owned by another process, or Chroma failed: retried later
             self._recovery = (
                 f"finished the journal part of an interrupted purge of {who}; the vector "
-                f"index (.vectors) is owned by another process and still to be scrubbed: {err}"
+                f"index (.vectors) is still to be scrubbed, which the next write or open "
+                f"retries ({type(err).__name__}: {err})"
             )
             log.warning("agentmemory: store %s: %s", self._root, self._recovery)
             return

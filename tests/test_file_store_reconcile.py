@@ -198,9 +198,9 @@ class CountingReads(FileStore):
 
     reads = 0
 
-    def _read_file(self, scope: str, name: str) -> Entry | None:
+    def _read_entry(self, scope: str, name: str) -> tuple[Entry, tuple[int, ...]] | None:
         self.reads += 1
-        return super()._read_file(scope, name)
+        return super()._read_entry(scope, name)
 
 
 def test_a_write_journals_every_hand_change_in_the_folder_first(tmp_path: Path) -> None:
