@@ -820,8 +820,8 @@ def purge_command(
     scope, name = _parse_key(key)
     with _open_index(path, embedder_name, create=False) as store:
         purge = getattr(store, "purge", None)
-        if purge is None:
-            raise CliError(f"a {type(store).__name__} cannot purge yet; open a sqlite store")
+        if purge is None or not getattr(store, "can_purge", True):
+            raise CliError(f"this {type(store).__name__}'s journal cannot purge yet")
         try:
             receipt = purge(scope, name, reason=reason, session=session_id)
         except NotFoundError as exc:

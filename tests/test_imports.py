@@ -40,6 +40,7 @@ OURS_ON_IMPORT = {
     "agentmemory.index_sync",
     "agentmemory.journal",
     "agentmemory.journal_file",
+    "agentmemory.journal_rewrite",
     "agentmemory.journal_store",
     "agentmemory.kinds",
     "agentmemory.lock_file",
