@@ -457,13 +457,6 @@ def _open_index(
     return store
 
 
-def _scopes_of(store: ChromaStore | FileStore) -> list[str]:
-    """The scopes of a store opened by :func:`_open_index`."""
-    from .file_store import FileStore
-
-    return store.scopes() if isinstance(store, FileStore) else store.journal_store.scopes()
-
-
 def _chroma_only(store: ChromaStore | FileStore, command: str) -> ChromaStore:
     """``store`` when it is a :class:`ChromaStore`; a Markdown folder is one line saying so."""
     from .chroma_store import ChromaStore
@@ -960,7 +953,7 @@ def search_command(
             ) as store,
             _failed_legs(failed),
         ):
-            wanted = list(scopes) or _scopes_of(store)
+            wanted = list(scopes) or store.scopes()
             missing = getattr(store, "vector_unavailable", None)
             if not wanted:
                 hits = []
@@ -1173,7 +1166,7 @@ def recall_part_command(
 
     text = " ".join(hint)
     with _open_index(path, embedder_name, create=False) as store:
-        wanted = list(scopes) or _scopes_of(store)
+        wanted = list(scopes) or store.scopes()
         part, manifest = recall_part(
             store, wanted, text, max_bytes=max_bytes, neutralise=neutralise
         )
