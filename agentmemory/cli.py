@@ -941,7 +941,7 @@ def search_command(
             )
             if include_superseded:
                 keep = in_force_filter(journal, wanted, as_of=as_of)
-    failed: dict[str, str] = {}
+    held: list[logging.LogRecord] = []
     if mode != "bm25":
         with (
             _open_index(
@@ -951,7 +951,7 @@ def search_command(
                 shared=shared,
                 read_only=True,
             ) as store,
-            _failed_legs(failed),
+            _held_log("recallers.hybrid", held),
         ):
             wanted = list(scopes) or store.scopes()
             missing = getattr(store, "vector_unavailable", None)
@@ -968,6 +968,16 @@ def search_command(
                 )
             if include_superseded:
                 keep = in_force_filter(store, wanted, as_of=as_of)
+    # a hybrid leg that raised is named in each hit's `unavailable` (recallers.HybridRecaller);
+    # a store opened journal-only names its vector leg there too, and says so itself
+    failed = (
+        {leg: (why.splitlines() or [""])[0][:300] for leg, why in hits[0].unavailable.items()}
+        if hits and missing is None
+        else {}
+    )
+    if not hits:  # no hit to carry a failed leg: what the recaller logged is all there is
+        for record in held:
+            click.echo(f"agentmemory: warning: {record.getMessage()}", err=True)
     shown_mode = "hybrid" if mode == "auto" else mode
     if missing is not None:
         shown_mode = "bm25"
@@ -1043,24 +1053,24 @@ def search_command(
         click.echo(f"note: {NEGLIGIBLE_BM25_NOTE}")
 
 
-class _LegFailures(logging.Handler):
-    """Collects the legs ``recallers.HybridRecaller`` logs as failed (leg name to error)."""
+class _HeldRecords(logging.Handler):
+    """Keeps the records of one logger in a list instead of letting them print."""
 
-    def __init__(self, into: dict[str, str]) -> None:
+    def __init__(self, into: list[logging.LogRecord]) -> None:
         super().__init__(logging.WARNING)
         self.into = into
 
     def emit(self, record: logging.LogRecord) -> None:
-        args = record.args
-        if isinstance(args, tuple) and len(args) == 3 and record.msg.startswith("recall leg"):
-            self.into[str(args[0])] = str(args[2]).splitlines()[0][:300]
+        """Keep ``record``."""
+        self.into.append(record)
 
 
 @contextmanager
-def _failed_legs(into: dict[str, str]) -> Iterator[None]:
-    """Record into ``into`` each recall leg that failed while the block runs."""
-    log = logging.getLogger("recallers.hybrid")
-    handler = _LegFailures(into)
+def _held_log(name: str, into: list[logging.LogRecord]) -> Iterator[None]:
+    """Hold in ``into`` the WARNING records of logger ``name`` while the block runs (logging's
+    last resort would print each raw on stderr)."""
+    log = logging.getLogger(name)
+    handler = _HeldRecords(into)
     log.addHandler(handler)
     try:
         yield
