@@ -389,21 +389,26 @@ def _open_journal(path: Path | None) -> Iterator[SqliteStore | FileStore | Postg
         yield store
 
 
-def _open_index(
-    path: Path | None,
-    embedder_name: str | None,
-    *,
-    create: bool,
-    reindex: bool = False,
-    shared: bool = False,
-    read_only: bool = False,
-) -> ChromaStore | FileStore:
-    """:func:`agentmemory.open_store` (with ``--dsn`` and ``--chroma-url``, the store on
-    servers) with the command line's wording: an unknown embedder is a usage error of
-    ``--embedder``, a missing store, a ``--dsn`` without a Chroma server or an embedder mismatch
-    one line saying what to run, and an IndexOutOfStepWarning or ServerRecordWarning one
-    ``agentmemory:`` line on stderr. ``shared`` and ``read_only`` are
-    :func:`agentmemory.open_store`'s."""
+def _open_args(path: Path | None) -> dict[str, Any]:
+    """Where :func:`agentmemory.open_store` opens the command's store: ``path``, ``format``,
+    ``dsn`` and ``chroma_url`` from ``--path``, ``--format``, ``--dsn`` and ``--chroma-url``
+    (``--dsn`` wins over ``--path`` and ``$AGENTMEMORY_PATH``)."""
+    dsn, chroma_url = _hosted()
+    return {
+        "path": None if dsn else path,
+        "format": None if dsn else _store_format(),
+        "dsn": dsn,
+        "chroma_url": chroma_url,
+    }
+
+
+@contextmanager
+def _opening() -> Iterator[None]:
+    """Opening stores with the command line's wording, around the block: an unknown embedder is a
+    usage error of ``--embedder``, a missing store, a ``--dsn`` without a Chroma server or an
+    embedder mismatch one line saying what to run, and an IndexOutOfStepWarning or
+    ServerRecordWarning one ``agentmemory:`` line on stderr (printed when the block ends; other
+    warnings are issued again)."""
     from .errors import (
         ChromaAddressError,
         EmbedderMismatchError,
@@ -411,24 +416,12 @@ def _open_index(
         IndexOutOfStepWarning,
         ServerRecordWarning,
     )
-    from .store_folder import open_store
 
-    dsn, chroma_url = _hosted()
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", IndexOutOfStepWarning)
             warnings.simplefilter("always", ServerRecordWarning)
-            store = open_store(
-                None if dsn else path,  # --dsn wins over --path and $AGENTMEMORY_PATH
-                embedder=embedder_name,
-                create=create,
-                reindex=reindex,
-                format=None if dsn else _store_format(),
-                shared=shared,
-                chroma_url=chroma_url,
-                read_only=read_only,
-                dsn=dsn,
-            )
+            yield
     except ChromaAddressError as exc:
         if exc.value is not None:
             raise
@@ -454,7 +447,31 @@ def _open_index(
             click.echo(f"agentmemory: {CliError(str(w.message)).message}", err=True)
         else:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    return store
+
+
+def _open_index(
+    path: Path | None,
+    embedder_name: str | None,
+    *,
+    create: bool,
+    reindex: bool = False,
+    shared: bool = False,
+    read_only: bool = False,
+) -> ChromaStore | FileStore:
+    """:func:`agentmemory.open_store` (with ``--dsn`` and ``--chroma-url``, the store on
+    servers, :func:`_open_args`) with the command line's wording (:func:`_opening`). ``shared``
+    and ``read_only`` are :func:`agentmemory.open_store`'s."""
+    from .store_folder import open_store
+
+    with _opening():
+        return open_store(
+            embedder=embedder_name,
+            create=create,
+            reindex=reindex,
+            shared=shared,
+            read_only=read_only,
+            **_open_args(path),
+        )
 
 
 def _chroma_only(store: ChromaStore | FileStore, command: str) -> ChromaStore:
@@ -1292,25 +1309,24 @@ def verify_command(
 
     Opening the store first replays journal records the index has not seen.
     """
-    if not repair:
-        _refuse_crashing_index(path)
-    opened = (
-        _open_moving_damage(path, embedder_name, shared=shared)
-        if repair
-        else _open_index(path, embedder_name, create=False, shared=shared)
-    )
+    from .index_damage import check_index_loads
+    from .store_check import check_store
+
+    if repair:
+        opened = _open_moving_damage(path, embedder_name, shared=shared)
+    else:
+        where = _open_args(path)
+        with _opening():
+            check_index_loads(where["path"], format=where["format"], dsn=where["dsn"])
+        opened = _open_index(path, embedder_name, create=False, shared=shared)
     with _chroma_only(opened, "verify") as store:
-        orphans = _never_journaled(store.journal_store, store.verify().extra)
-        if repair:
-            report = store.repair(keep=() if drop_orphans else orphans)
-            orphans = _never_journaled(store.journal_store, report.extra)
-        else:
-            report = store.verify()
-        lexical, rebuilt = _check_lexical(store.journal_store, repair)
+        found = check_store(store, repair=repair, drop_orphans=drop_orphans)
+    report, orphans, lexical = found.index, list(found.orphans), list(found.lexical.problems)
+    rebuilt = found.lexical.rebuilt
     if as_json:
         _echo_json(
             {
-                "ok": report.ok and not lexical,
+                "ok": found.ok,
                 "orphans": orphans,
                 "lexical": lexical,
                 "lexical_rebuilt": rebuilt,
@@ -1342,21 +1358,8 @@ def verify_command(
             )
         if not lexical and rebuilt is None:
             click.echo("lexical index ok")
-    if not report.ok or lexical:
+    if not found.ok:
         sys.exit(1)
-
-
-def _refuse_crashing_index(path: Path | None) -> None:
-    """Raise ``IndexDamagedError`` (one line with the cure) when loading the store's Chroma
-    folder crashes a probe process (agentmemory.index_probe)."""
-    from .errors import IndexDamagedError
-    from .index_probe import probe_index
-    from .store_folder import store_folder
-
-    folder = store_folder(path)
-    crashed = probe_index(folder)
-    if crashed is not None:
-        raise IndexDamagedError(str(folder), "vector", crashed)
 
 
 def _open_moving_damage(
@@ -1366,52 +1369,21 @@ def _open_moving_damage(
     reindex: bool = False,
     shared: bool = False,
 ) -> ChromaStore | FileStore:
-    """Open the store's index; when Chroma cannot open it (``IndexDamagedError``), move
-    ``chroma/`` aside to ``chroma.damaged-<UTC time>`` (kept as evidence), say so on stderr,
-    and open a new index rebuilt from the journal (docs/storage.md#a-damaged-vector-index)."""
-    from .errors import IndexDamagedError
-    from .index_probe import probe_index
-    from .store_folder import store_folder
+    """:func:`agentmemory.index_damage.open_store_moving_damage` with the command line's
+    wording (:func:`_opening`); a damaged index moved aside is one line on stderr."""
+    from .index_damage import open_store_moving_damage
 
-    try:
-        crashed = probe_index(store_folder(path))
-        if crashed is not None:  # never load it here: it would crash this process too
-            raise IndexDamagedError(str(store_folder(path)), "vector", crashed)
-        return _open_index(path, embedder_name, create=False, reindex=reindex, shared=shared)
-    except IndexDamagedError as exc:
-        if exc.index != "vector":
-            raise
-        old = Path(exc.path) / "chroma"
-        aside = old.with_name("chroma.damaged-" + time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
-        old.rename(aside)
+    with _opening():
+        store, moved = open_store_moving_damage(
+            embedder=embedder_name, reindex=reindex, shared=shared, **_open_args(path)
+        )
+    if moved is not None:
         click.echo(
-            f"agentmemory: the vector index was damaged ({exc.detail}); moved it to {aside} "
-            "and rebuilt it from the journal",
+            f"agentmemory: the vector index was damaged ({moved.detail}); moved it to "
+            f"{moved.aside} and rebuilt it from the journal",
             err=True,
         )
-        return _open_index(path, embedder_name, create=False, reindex=True, shared=shared)
-
-
-def _never_journaled(journal: object, keys: list[str]) -> list[str]:
-    """Those of ``keys`` no journal record names (``SqliteStore.never_journaled``); ``[]`` for a
-    journal without that check."""
-    check = getattr(journal, "never_journaled", None)
-    return list(check(keys)) if callable(check) and keys else []
-
-
-def _check_lexical(journal: object, repair: bool) -> tuple[list[str], int | None]:
-    """The lexical index's problems (``SqliteStore.check_lexical``) and, with ``repair`` and
-    problems found, the number of entries its rebuild indexed (problems then re-checked).
-    ``([], None)`` for a journal that is not an sqlite one."""
-    from .sqlite_store import SqliteStore
-
-    if not isinstance(journal, SqliteStore):
-        return [], None
-    problems = journal.check_lexical()
-    if not (repair and problems):
-        return problems, None
-    rebuilt = journal.rebuild_lexical()
-    return journal.check_lexical(), rebuilt
+    return store
 
 
 @main.command("reindex", short_help="Rebuild the vector index (or switch embedders).")
@@ -1421,32 +1393,25 @@ def _check_lexical(journal: object, repair: bool) -> tuple[list[str], int | None
 def reindex_command(path: Path | None, embedder_name: str | None, as_json: bool) -> None:
     """Rebuild the vector index from the journal (with --embedder NAME: switch to it), and the
     lexical index too when it is damaged."""
-    from .chroma_store import ChromaStore
+    from .store_check import check_reindexed
 
     started = time.perf_counter()
-    lexical: list[str] = []
-    rebuilt: int | None = None
     with _open_moving_damage(path, embedder_name, reindex=True) as store:
-        if isinstance(store, ChromaStore):
-            indexed = store.verify().indexed
-            name = store.embedder.name
-            lexical, rebuilt = _check_lexical(store.journal_store, True)
-        else:  # a Markdown folder: its vectors (.vectors/) were made again as it opened
-            indexed = sum(len(store.list(scope)) for scope in store.scopes())
-            name = store.embedder.name if store.embedder is not None else "none"
+        done = check_reindexed(store)
     seconds = time.perf_counter() - started
+    lexical, rebuilt = list(done.lexical.problems), done.lexical.rebuilt
     if as_json:
         _echo_json(
             {
-                "indexed": indexed,
-                "embedder": name,
+                "indexed": done.indexed,
+                "embedder": done.embedder,
                 "seconds": round(seconds, 3),
                 "lexical_rebuilt": rebuilt,
                 "lexical": lexical,
             }
         )
     else:
-        click.echo(f"reindexed {indexed} entries with {name} in {seconds:.1f} s")
+        click.echo(f"reindexed {done.indexed} entries with {done.embedder} in {seconds:.1f} s")
         if rebuilt is not None:
             click.echo(f"lexical index rebuilt: {rebuilt} entries")
         for problem in lexical:
