@@ -630,12 +630,7 @@ def save_command(
     the entry's vector updated before the command returns. With --supersedes, the output says
     what the write retired (with --json, the member "retired": scope, name, size, hash).
     """
-    from .entries import Entry
-    from .errors import IndexDamagedError, IndexWriteError, NotFoundError
-    from .kinds import KIND_META
-    from .rules import DEFAULT_MAX_ENTRY_BYTES, check_entry
-    from .store import Store
-    from .validity import META_SUPERSEDES, check_supersedes, check_validity_meta, superseded_entry
+    from .save_entry import save_entry
     from .wire import encode_change, go_json
 
     scope, name = _parse_key(key)
@@ -648,45 +643,28 @@ def save_command(
         meta["description"] = description
     if no_meta and meta:
         raise click.UsageError("--no-meta clears the meta; do not give --meta or --description")
-    # --type and --supersedes set their key on top of the meta kept or given, as memory_save's
-    added: dict[str, str] = {}
-    if kind is not None:
-        added[KIND_META] = kind
-    if supersedes is not None:
-        added[META_SUPERSEDES] = check_supersedes(scope, name, supersedes)
-    # a save refused for its own sake (name, content, meta) must not create a store first
-    asked = Entry(scope=scope, name=name, content=content, meta={**meta, **added} or None)
-    check_entry(asked, DEFAULT_MAX_ENTRY_BYTES)  # the bound open_store gives the store
-    check_validity_meta(asked)
-    retired: list[Entry] = []
-
-    def write(store: Store) -> Change:
-        kept, based_on = meta, None
-        if not meta and not no_meta:
-            try:
-                stored = store.get(scope, name)
-            except NotFoundError:
-                stored = None
-            if stored is not None and stored.meta:
-                kept = dict(stored.meta)
-                based_on = stored.hash
-        if supersedes is not None:  # what memory_save checks: the entry retired exists
-            retired[:] = [superseded_entry(store, scope, name, supersedes)]
-        entry = Entry(scope=scope, name=name, content=content, meta={**kept, **added} or None)
-        try:
-            return store.put(entry, if_hash=if_hash, based_on=based_on, session=session_id)
-        except IndexWriteError as exc:
-            _index_behind(exc.changes, exc.__cause__)
-            return exc.changes[0]
-
-    try:  # an entry to retire is in a store that exists: a wrong --path is not a new store
-        with _open_index(path, embedder_name, create=supersedes is None, shared=shared) as store:
-            change = write(store)
-    except IndexDamagedError as exc:  # the journal takes the write; a repair re-indexes it
-        if exc.index != "vector":
-            raise
-        with _open_journal(path) as journal:
-            change = write(journal)
+    where = _open_args(path)
+    with _opening():
+        saved = save_entry(
+            where.pop("path"),
+            scope,
+            name,
+            content,
+            meta=meta or ({} if no_meta else None),  # None keeps the stored entry's meta
+            kind=kind,
+            supersedes=supersedes,
+            if_hash=if_hash,
+            session=session_id,
+            embedder=embedder_name,
+            shared=shared,
+            **where,
+        )
+    if saved.index_error is not None:
+        _index_behind(saved.index_error.changes, saved.index_error.__cause__)
+    change = saved.change
+    retired = [saved.retired] if saved.retired is not None else []
+    if saved.index_damaged is not None:  # the journal took the write; a repair re-indexes it
+        exc = saved.index_damaged
         click.echo(
             f"agentmemory: the vector index of store {exc.path} is damaged ({exc.detail}); the "
             f"write is in the journal (seq {change.seq}): run 'agentmemory verify --repair "

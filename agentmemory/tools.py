@@ -41,6 +41,7 @@ from .errors import (
 from .kinds import KIND_META, KindRegistry
 from .manifest import Manifest
 from .rules import check_scope, valid_name
+from .save_entry import meta_for_save
 from .session import provenance
 from .store import EmptyQueryError, Store
 from .validity import META_SUPERSEDES, superseded_entry
@@ -611,14 +612,10 @@ class _Kit:
         except NotFoundError:
             stored = None
         given = args.get("meta")
-        if given is not None:
-            meta: dict[str, str] | None = dict(given) or None
-        else:
-            meta = dict(stored.meta) if stored is not None and stored.meta else None
+        added: dict[str, str] = {}  # set on top of the meta kept or given
         kind = args.get("type")
         if kind is not None:
-            meta = {**(meta or {}), KIND_META: str(kind)}
-            given = meta  # the call set the meta: say so in the result line
+            added[KIND_META] = str(kind)
         retires = args.get("supersedes")
         retired: Entry | None = None
         if retires is not None:
@@ -626,8 +623,10 @@ class _Kit:
                 retired = superseded_entry(self.store, scope, name, retires)
             except InvalidEntryError as exc:
                 raise _Refused(exc.detail) from None
-            meta = {**(meta or {}), META_SUPERSEDES: retired.name}
-            given = meta
+            added[META_SUPERSEDES] = retired.name
+        meta = meta_for_save(stored, given, added)  # the rule `agentmemory save` keeps too
+        if added:
+            given = meta  # the call set the meta: say so in the result line
         shown: str | None = None
         manifest = self.rendered() if self.rendered is not None else None
         if manifest is not None:

@@ -48,6 +48,7 @@ OURS_ON_IMPORT = {
     "agentmemory.recalled",
     "agentmemory.render",
     "agentmemory.rules",
+    "agentmemory.save_entry",
     "agentmemory.session",
     "agentmemory.sqlite_store",
     "agentmemory.store",
