@@ -1821,19 +1821,6 @@ def server_status_command(path: Path | None, as_json: bool) -> None:
 # --- eval and demo --------------------------------------------------------------------------
 
 
-def _eval_data(dataset: str, data: Path | None, download: bool) -> Path:
-    from .errors import DataNotFoundError
-    from .eval import fetch_dataset, find_data
-
-    try:
-        return find_data(dataset, data)
-    except DataNotFoundError:
-        if not download or data is not None:
-            raise
-    click.echo(f"agentmemory: fetching the public {dataset} data into the cache", err=True)
-    return fetch_dataset(dataset)
-
-
 @main.command("eval", short_help="Evaluate recall on LoCoMo or SciFact.")
 @click.argument("dataset", type=click.Choice(["locomo", "scifact"]))
 @click.option(
@@ -1904,37 +1891,35 @@ def eval_command(
     at memory_search's default limit, 5 (rows <method>@5). --rerank adds the hybrid reordered by
     a local cross-encoder (docs/recall.md#reranking).
     """
-    from .eval import cache_dir, evaluate
+    from recallers import RerankerFolderError
+
+    from .eval import evaluate, locate_data, reranker_for, results_path
 
     if embedder_name is not None:
         _embedder(embedder_name)  # an unknown name is a usage error before any work
-    reranker = None
-    if rerank_folder is not None:
-        from recallers import CrossEncoderReranker, RerankerFolderError
-
-        try:
-            reranker = CrossEncoderReranker(rerank_folder)
-        except RerankerFolderError as exc:
-            raise click.BadParameter(str(exc), param_hint="--rerank") from None
-    path = _eval_data(dataset, data, download)
+    try:
+        reranker = reranker_for(rerank_folder)
+    except RerankerFolderError as exc:
+        raise click.BadParameter(str(exc), param_hint="--rerank") from None
     result = evaluate(
         dataset,
         limit=limit,
-        data=path,
+        data=locate_data(dataset, data, download=download, announce=_to_stderr),
         embedder=embedder_name,
         rebuild=rebuild,
         progress=progress,
         reranker=reranker,
     )
-    if json_out is None:
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        json_out = cache_dir() / "results" / f"{dataset}-{stamp}.json"
-    written = result.write_json(json_out)
+    written = result.write_json(json_out if json_out is not None else results_path(dataset))
     if as_json:
         click.echo(result.to_json(queries=False))
     else:
         click.echo(result.render())
     click.echo(f"results written to {written}", err=as_json)
+
+
+def _to_stderr(line: str) -> None:
+    click.echo(line, err=True)
 
 
 @main.command("demo", short_help="Import a LoCoMo conversation and search it as an agent.")
@@ -1989,13 +1974,11 @@ def demo_command(
     installed.
     """
     from .demo import run_demo
+    from .eval import locate_data
 
     embedder = _embedder(embedder_name)
-    path = _eval_data("locomo", data, download)
-    if keep is not None and keep.exists() and any(keep.iterdir()):
-        raise CliError(f"--keep folder {keep} is not empty; give a new or empty folder")
     run_demo(
-        data=path,
+        data=locate_data("locomo", data, download=download, announce=_to_stderr),
         conversation=conversation,
         questions=questions,
         embedder=embedder,
