@@ -1751,26 +1751,16 @@ def _record_json(record: Any, running: bool) -> dict[str, Any]:
 @_json_option
 def server_start_command(port: int | None, path: Path | None, as_json: bool) -> None:
     """Start the store's Chroma server, detached, and record it in the store folder."""
-    from .chroma_server import live_record, start_server
-    from .errors import ServerRecordWarning
-    from .store_folder import store_folder
+    from .store_folder import start_folder_server, store_folder
 
     folder = store_folder(path)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", ServerRecordWarning)
-        before = live_record(folder)
-        record = before or start_server(folder, port=port)
-    for w in caught:
-        click.echo(f"agentmemory: {CliError(str(w.message)).message}", err=True)
-    if before is None and (folder / "journal.sqlite3").is_file():
-        # index the journal on the new server now, so that readers (which replay nothing)
-        # find every entry by meaning from the first search
-        with _open_index(path, None, create=False):
-            pass
+    with _opening():
+        done = start_folder_server(folder, port=port)
+    record = done.record
     if as_json:
         _echo_json(_record_json(record, True))
         return
-    verb = "already running" if before is not None else "started"
+    verb = "started" if done.started else "already running"
     click.echo(f"Chroma server {verb} for {folder} at {record.url} (pid {record.pid})")
 
 
