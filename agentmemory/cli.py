@@ -32,7 +32,6 @@ Each subcommand imports what it needs when it runs, so ``agentmemory --help`` st
 
 from __future__ import annotations
 
-import io
 import json
 import logging
 import os
@@ -1477,13 +1476,9 @@ def import_command(
         ) as bar,
     ):
         report = import_entries(store, lines, batch=batch, session=session_id, progress=bar.update)
-        missing = getattr(store, "vector_unavailable", None)
     seconds = time.perf_counter() - started
-    if missing is not None and report.imported:
-        _note(
-            "the entries are in the journal and its lexical index; the vector index is brought "
-            f"up to date by the process holding it ({missing.split(' is held by ')[-1]})"
-        )
+    if report.note:  # a store opened journal-only: the process holding the index indexes them
+        _note(report.note)
     if report.index_pending:
         _index_behind(report.index_pending, report.index_error)
     if as_json:
@@ -1537,8 +1532,7 @@ def export_command(
     Reads the journal only (no model, no index), so it runs beside a running `agentmemory mcp`;
     with --dsn, the PostgreSQL journal (--chroma-url is not needed).
     """
-    from .atomic_write import write_atomic
-    from .jsonl import export_entries
+    from .jsonl import export_entries, export_file
 
     if out_format == "markdown":
         from .markdown_folder import export_markdown
@@ -1557,9 +1551,7 @@ def export_command(
         if output is None:
             export_entries(store, sys.stdout, scopes)
             return
-        text = io.StringIO(newline="")
-        count = export_entries(store, text, scopes)
-    write_atomic(output.expanduser().absolute(), text.getvalue().encode("utf-8"))
+        count = export_file(store, output, scopes)
     click.echo(f"exported {count} entries to {output}", err=True)
 
 
@@ -1694,11 +1686,10 @@ def mcp_command(
     """
     logging.basicConfig(level=logging.WARNING)  # stderr: stdout carries the protocol
     from .mcp_server import MemoryServer, serve_stdio
-    from .mem_store import MemStore
-    from .tools import ToolConfigError, tools
+    from .tools import ToolConfigError, check_tool_scopes
 
     try:  # refuse bad scopes before the store folder is created or a model is loaded
-        tools(MemStore(), scopes, read_scopes=read_scopes)
+        check_tool_scopes(scopes, read_scopes)
     except ToolConfigError as exc:
         raise click.UsageError(str(exc)) from None
     store = _open_index(path, embedder_name, create=True, shared=shared)

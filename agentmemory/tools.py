@@ -60,6 +60,7 @@ __all__ = [
     "Tool",
     "ToolConfigError",
     "ToolResult",
+    "check_tool_scopes",
     "tools",
 ]
 
@@ -422,16 +423,7 @@ def tools(
             read scope that is not kebab-case or is given twice; a scope both writable and
             read-only; ``search_limit`` or ``search_bytes`` under 1.
     """
-    writable = _check_scopes(scopes, "scope")
-    readable = _check_scopes(read_scopes, "read scope", allow_none=True)
-    if not writable:
-        raise ToolConfigError("agentmemory.tools: no scopes; give at least one writable scope")
-    for r in readable:
-        if r in writable:
-            raise ToolConfigError(
-                f"agentmemory.tools: scope {go_quote(r)} is both writable and read-only; "
-                "name it in scopes or in read_scopes, not both"
-            )
+    writable, readable = check_tool_scopes(scopes, read_scopes)
     for what, value in (("search_limit", search_limit), ("search_bytes", search_bytes)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ToolConfigError(f"agentmemory.tools: {what} is {value!r}; it must be at least 1")
@@ -442,6 +434,30 @@ def tools(
     kit = _Kit(store, writable, readable, rendered, search_limit, search_bytes)
     kit.kinds = (kinds if kinds is not None else KindRegistry()).kinds()
     return [kit.save_tool(), kit.patch_tool(), kit.forget_tool(), kit.search_tool()]
+
+
+def check_tool_scopes(
+    scopes: Sequence[str], read_scopes: Sequence[str] = ()
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The writable and the read-only scopes of :func:`tools`, checked as it checks them, so a
+    caller can refuse a bad configuration before it opens (or creates) a store
+    (``agentmemory mcp`` does).
+
+    Raises:
+        ToolConfigError: no scopes; ``scopes`` or ``read_scopes`` given as one string; a scope
+            that is not kebab-case or is given twice; a scope both writable and read-only.
+    """
+    writable = _check_scopes(scopes, "scope")
+    readable = _check_scopes(read_scopes, "read scope", allow_none=True)
+    if not writable:
+        raise ToolConfigError("agentmemory.tools: no scopes; give at least one writable scope")
+    for r in readable:
+        if r in writable:
+            raise ToolConfigError(
+                f"agentmemory.tools: scope {go_quote(r)} is both writable and read-only; "
+                "name it in scopes or in read_scopes, not both"
+            )
+    return writable, readable
 
 
 def _check_scopes(scopes: Sequence[str], what: str, *, allow_none: bool = False) -> tuple[str, ...]:
