@@ -45,18 +45,18 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from .errors import AgentMemoryError, NoStoreError
-from .jsonl import IMPORT_BATCH
-from .kinds import KindRegistry
+from ..errors import AgentMemoryError, NoStoreError
+from ..jsonl import IMPORT_BATCH
+from ..kinds import KindRegistry
 
 if TYPE_CHECKING:
     from embedders import Embedder
 
-    from .chroma_store import ChromaStore
-    from .entries import Change, Entry
-    from .file_store import FileStore
-    from .postgres_store import PostgresStore
-    from .sqlite_store import SqliteStore
+    from ..chroma_store import ChromaStore
+    from ..entries import Change, Entry
+    from ..file_store import FileStore
+    from ..postgres_store import PostgresStore
+    from ..sqlite_store import SqliteStore
 
 __all__ = [
     "FORMAT_ENV",
@@ -232,8 +232,8 @@ def _remember_hosted(ctx: click.Context, param: click.Parameter, value: str | No
 def _remember_chroma_url(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
     """Keep ``--chroma-url`` as ``http(s)://HOST:PORT``; a bad address is a usage error naming
     it (:func:`agentmemory.chroma_server.parse_chroma_address`, the one reader)."""
-    from .chroma_server import parse_chroma_address
-    from .errors import ChromaAddressError
+    from ..chroma_server import parse_chroma_address
+    from ..errors import ChromaAddressError
 
     try:
         url = parse_chroma_address(value).url if value else None
@@ -362,8 +362,8 @@ def _no_store(exc: NoStoreError) -> CliError:
 
 def _embedder(name: str | None) -> Embedder:
     """:func:`agentmemory.store_folder.choose_embedder`; an unknown name is a usage error."""
-    from .errors import EmbedderNameError
-    from .store_folder import choose_embedder
+    from ..errors import EmbedderNameError
+    from ..store_folder import choose_embedder
 
     try:
         return choose_embedder(name)
@@ -375,7 +375,7 @@ def _embedder(name: str | None) -> Embedder:
 def _open_journal(path: Path | None) -> Iterator[SqliteStore | FileStore | PostgresStore]:
     """:func:`agentmemory.open_journal` (with ``--dsn``, the PostgreSQL journal), its refusal of
     a folder without a store as one line."""
-    from .store_folder import open_journal
+    from ..store_folder import open_journal
 
     dsn, _ = _hosted()
     try:  # --dsn wins over --path and $AGENTMEMORY_PATH
@@ -408,7 +408,7 @@ def _opening() -> Iterator[None]:
     embedder mismatch one line saying what to run, and an IndexOutOfStepWarning or
     ServerRecordWarning one ``agentmemory:`` line on stderr (printed when the block ends; other
     warnings are issued again)."""
-    from .errors import (
+    from ..errors import (
         ChromaAddressError,
         EmbedderMismatchError,
         EmbedderNameError,
@@ -460,7 +460,7 @@ def _open_index(
     """:func:`agentmemory.open_store` (with ``--dsn`` and ``--chroma-url``, the store on
     servers, :func:`_open_args`) with the command line's wording (:func:`_opening`). ``shared``
     and ``read_only`` are :func:`agentmemory.open_store`'s."""
-    from .store_folder import open_store
+    from ..store_folder import open_store
 
     with _opening():
         return open_store(
@@ -475,7 +475,7 @@ def _open_index(
 
 def _chroma_only(store: ChromaStore | FileStore, command: str) -> ChromaStore:
     """``store`` when it is a :class:`ChromaStore`; a Markdown folder is one line saying so."""
-    from .chroma_store import ChromaStore
+    from ..chroma_store import ChromaStore
 
     if isinstance(store, ChromaStore):
         return store
@@ -536,7 +536,7 @@ def _one_line(text: str, limit: int | None) -> str:
 
 
 def _echo_json(value: object) -> None:
-    from .wire import go_json
+    from ..wire import go_json
 
     click.echo(go_json(value))
 
@@ -629,8 +629,8 @@ def save_command(
     the entry's vector updated before the command returns. With --supersedes, the output says
     what the write retired (with --json, the member "retired": scope, name, size, hash).
     """
-    from .save_entry import save_entry
-    from .wire import encode_change, go_json
+    from ..save_entry import save_entry
+    from ..wire import encode_change, go_json
 
     scope, name = _parse_key(key)
     if content is None or content == "-":
@@ -698,7 +698,7 @@ def save_command(
 @_json_option
 def get_command(key: str, path: Path | None, as_json: bool) -> None:
     """Print the live entry KEY (SCOPE/NAME): a header, its meta, then its content."""
-    from .wire import encode_entry
+    from ..wire import encode_entry
 
     scope, name = _parse_key(key)
     with _open_journal(path) as store:
@@ -724,8 +724,8 @@ def list_command(scopes: tuple[str, ...], full: bool, path: Path | None, as_json
     With --json: one entry per line, in the form `agentmemory import` reads back (what
     `agentmemory export` writes).
     """
-    from .jsonl import export_entries
-    from .rules import check_scope
+    from ..jsonl import export_entries
+    from ..rules import check_scope
 
     for scope in scopes:
         check_scope(scope)
@@ -769,8 +769,8 @@ def forget_command(
 
     The tombstone keeps the last content, so `agentmemory journal` still shows it.
     """
-    from .errors import IndexWriteError
-    from .wire import encode_change
+    from ..errors import IndexWriteError
+    from ..wire import encode_change
 
     scope, name = _parse_key(key)
     with _open_index(path, embedder_name, create=False, shared=shared) as store:
@@ -802,7 +802,7 @@ def purge_command(
 
     The memory tools cannot purge; only this command and the library can.
     """
-    from .errors import NotFoundError
+    from ..errors import NotFoundError
 
     scope, name = _parse_key(key)
     with _open_index(path, embedder_name, create=False) as store:
@@ -835,7 +835,7 @@ def forget_session_command(
     """Forget every live entry of SCOPES whose current state session SESSION wrote: one
     tombstone each (``store.forget_session``, docs/kinds.md). At least one scope is required
     and every scope must be known to the store, so a typo never widens what is forgotten."""
-    from .wire import encode_change
+    from ..wire import encode_change
 
     with _open_index(path, embedder_name, create=False, shared=shared) as store:
         changes = store.forget_session(session, list(scopes))
@@ -909,7 +909,7 @@ def search_command(
     --as-of judges another day. With --json: "as_of" (the day judged), "include_superseded"
     and, per hit, "in_force".
     """
-    from .validity import InForce, in_force_filter, parse_day, today
+    from ..validity import InForce, in_force_filter, parse_day, today
 
     text = " ".join(query)
     try:  # refused before a store is opened, with the words recall(as_of=...) uses
@@ -1110,9 +1110,9 @@ def render_command(
     With --json: {"block", "bytes", "manifest"} (the manifest lists what the block holds and
     what it left out, and why).
     """
-    from .entries import utf8_len
-    from .kinds import KindRegistry
-    from .render import render
+    from ..entries import utf8_len
+    from ..kinds import KindRegistry
+    from ..render import render
 
     registry = KindRegistry() if policy == "default" else None
     with _open_journal(path) as store:
@@ -1165,8 +1165,8 @@ def recall_part_command(
     Prints nothing but a line on stderr when nothing is recalled. With --json:
     {"part": text or null, "bytes", "manifest"} (each entry with its fused score and legs).
     """
-    from .entries import utf8_len
-    from .recalled import recall_part
+    from ..entries import utf8_len
+    from ..recalled import recall_part
 
     text = " ".join(hint)
     with _open_index(path, embedder_name, create=False) as store:
@@ -1202,7 +1202,7 @@ def journal_command(after: int, limit: int | None, path: Path | None, as_json: b
 
     With --json: one record per line in the Go module's journal.jsonl form.
     """
-    from .wire import encode_change
+    from ..wire import encode_change
 
     with _open_journal(path) as store:
         shown = 0
@@ -1227,8 +1227,8 @@ def lost_updates_command(after: int, path: Path | None, as_json: bool) -> None:
     Each is a journal record whose writer read (or was shown) an older version of the entry
     than the journal held when it wrote; the change in between was overwritten unseen.
     """
-    from .journal import lost_updates
-    from .wire import encode_change
+    from ..journal import lost_updates
+    from ..wire import encode_change
 
     with _open_journal(path) as store:
         found = lost_updates(store, after)
@@ -1286,8 +1286,8 @@ def verify_command(
 
     Opening the store first replays journal records the index has not seen.
     """
-    from .index_damage import check_index_loads
-    from .store_check import check_store
+    from ..index_damage import check_index_loads
+    from ..store_check import check_store
 
     if repair:
         opened = _open_moving_damage(path, embedder_name, shared=shared)
@@ -1348,7 +1348,7 @@ def _open_moving_damage(
 ) -> ChromaStore | FileStore:
     """:func:`agentmemory.index_damage.open_store_moving_damage` with the command line's
     wording (:func:`_opening`); a damaged index moved aside is one line on stderr."""
-    from .index_damage import open_store_moving_damage
+    from ..index_damage import open_store_moving_damage
 
     with _opening():
         store, moved = open_store_moving_damage(
@@ -1370,7 +1370,7 @@ def _open_moving_damage(
 def reindex_command(path: Path | None, embedder_name: str | None, as_json: bool) -> None:
     """Rebuild the vector index from the journal (with --embedder NAME: switch to it), and the
     lexical index too when it is damaged."""
-    from .store_check import check_reindexed
+    from ..store_check import check_reindexed
 
     started = time.perf_counter()
     with _open_moving_damage(path, embedder_name, reindex=True) as store:
@@ -1456,7 +1456,7 @@ def import_command(
     """
     from tqdm import tqdm
 
-    from .jsonl import import_entries, read_entries
+    from ..jsonl import import_entries, read_entries
 
     if source != "-" and Path(source).expanduser().is_dir():
         _import_markdown(Path(source).expanduser(), path, embedder_name, session_id, as_json)
@@ -1532,10 +1532,10 @@ def export_command(
     Reads the journal only (no model, no index), so it runs beside a running `agentmemory mcp`;
     with --dsn, the PostgreSQL journal (--chroma-url is not needed).
     """
-    from .jsonl import export_entries, export_file
+    from ..jsonl import export_entries, export_file
 
     if out_format == "markdown":
-        from .markdown_folder import export_markdown
+        from ..markdown_folder import export_markdown
 
         if output is not None or not scopes:
             raise click.UsageError(
@@ -1563,7 +1563,7 @@ def _import_markdown(
     as_json: bool,
 ) -> None:
     """``agentmemory import DIR``: every entry file of the Markdown folder, all or nothing."""
-    from .markdown_folder import import_markdown
+    from ..markdown_folder import import_markdown
 
     started = time.perf_counter()
     with _open_index(path, embedder_name, create=True) as store:
@@ -1594,7 +1594,7 @@ def reconcile_command(path: Path | None, as_json: bool) -> None:
     order. A file the store cannot journal (empty, over the entry bound, bad meta) is left
     alone and named on stderr. Search finds a person's edit once it is journaled.
     """
-    from .file_store import FileStore
+    from ..file_store import FileStore
 
     with _open_journal(path) as store:
         if not isinstance(store, FileStore):
@@ -1608,7 +1608,7 @@ def reconcile_command(path: Path | None, as_json: bool) -> None:
     for d in done.damaged:
         click.echo(f"agentmemory: damaged journal line skipped: {d.describe()}", err=True)
     if as_json:
-        from .wire import encode_change
+        from ..wire import encode_change
 
         _echo_json(
             {
@@ -1685,8 +1685,8 @@ def mcp_command(
     for it. Stops when the client closes stdin.
     """
     logging.basicConfig(level=logging.WARNING)  # stderr: stdout carries the protocol
-    from .mcp_server import MemoryServer, serve_stdio
-    from .tools import ToolConfigError, check_tool_scopes
+    from ..mcp_server import MemoryServer, serve_stdio
+    from ..tools import ToolConfigError, check_tool_scopes
 
     try:  # refuse bad scopes before the store folder is created or a model is loaded
         check_tool_scopes(scopes, read_scopes)
@@ -1694,7 +1694,7 @@ def mcp_command(
         raise click.UsageError(str(exc)) from None
     store = _open_index(path, embedder_name, create=True, shared=shared)
     try:
-        from .kinds import KindRegistry
+        from ..kinds import KindRegistry
 
         server = MemoryServer(
             store,
@@ -1742,7 +1742,7 @@ def _record_json(record: Any, running: bool) -> dict[str, Any]:
 @_json_option
 def server_start_command(port: int | None, path: Path | None, as_json: bool) -> None:
     """Start the store's Chroma server, detached, and record it in the store folder."""
-    from .store_folder import start_folder_server, store_folder
+    from ..store_folder import start_folder_server, store_folder
 
     folder = store_folder(path)
     with _opening():
@@ -1759,8 +1759,8 @@ def server_start_command(port: int | None, path: Path | None, as_json: bool) -> 
 @_path_option
 def server_stop_command(path: Path | None) -> None:
     """Stop the store's Chroma server and remove its record."""
-    from .chroma_server import stop_server
-    from .store_folder import store_folder
+    from ..chroma_server import stop_server
+    from ..store_folder import store_folder
 
     folder = store_folder(path)
     record = stop_server(folder)
@@ -1775,8 +1775,8 @@ def server_stop_command(path: Path | None) -> None:
 @_json_option
 def server_status_command(path: Path | None, as_json: bool) -> None:
     """Show whether the store's Chroma server runs, where, since when, of which chromadb."""
-    from .chroma_server import live_record, read_record
-    from .store_folder import store_folder
+    from ..chroma_server import live_record, read_record
+    from ..store_folder import store_folder
 
     folder = store_folder(path)
     record = read_record(folder)
@@ -1874,7 +1874,7 @@ def eval_command(
     """
     from recallers import RerankerFolderError
 
-    from .eval import evaluate, locate_data, reranker_for, results_path
+    from ..eval import evaluate, locate_data, reranker_for, results_path
 
     if embedder_name is not None:
         _embedder(embedder_name)  # an unknown name is a usage error before any work
@@ -1954,8 +1954,8 @@ def demo_command(
     questions, also of BM25 and vector search alone. Offline; about 20 to 40 seconds once
     installed.
     """
-    from .demo import run_demo
-    from .eval import locate_data
+    from ..demo import run_demo
+    from ..eval import locate_data
 
     embedder = _embedder(embedder_name)
     run_demo(
