@@ -389,6 +389,12 @@ class ChromaStore:
         """The live entries of ``scope`` sorted by name (UTF-8 byte order); ``[]`` when none."""
         return self._journal.list(scope)
 
+    def scopes(self) -> builtins.list[str]:
+        """The scopes holding at least one live entry, sorted (byte order); ``[]`` when none:
+        the journal's (:meth:`agentmemory.SqliteStore.scopes`), so a scope whose entries were
+        all forgotten is not listed, whatever collections the index holds."""
+        return self._journal.scopes()
+
     def search(self, scopes: Sequence[str], query: str, limit: int = 0) -> builtins.list[Entry]:
         """The reference word search of :meth:`agentmemory.SqliteStore.search` (every word in
         name, meta values or content, any case), at most ``limit`` when ``limit > 0``."""

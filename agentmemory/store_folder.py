@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +48,7 @@ from .sqlite_store import SqliteStore
 if TYPE_CHECKING:
     from embedders import Embedder
 
+    from .chroma_server import ServerRecord
     from .postgres_store import PostgresStore
 
 __all__ = [
@@ -55,6 +57,7 @@ __all__ = [
     "DSN_ENV",
     "SHARED_ENV",
     "STORE_FORMATS",
+    "FolderServer",
     "choose_embedder",
     "chroma_server_url",
     "default_store_path",
@@ -63,6 +66,7 @@ __all__ = [
     "journal_dsn",
     "open_journal",
     "open_store",
+    "start_folder_server",
     "store_folder",
     "store_format",
 ]
@@ -448,3 +452,49 @@ def open_store(
             if own is not None:
                 return attempt(own)
         raise
+
+
+@dataclass(frozen=True, slots=True)
+class FolderServer:
+    """What :func:`start_folder_server` found or started.
+
+    Attributes:
+        record: the server as the folder records it (``chroma-server/server.json``).
+        started: ``True`` when this call started it, ``False`` when one was running already.
+    """
+
+    record: ServerRecord
+    started: bool
+
+
+def start_folder_server(
+    path: str | os.PathLike[str] | None = None, *, port: int | None = None
+) -> FolderServer:
+    """Start the Chroma server of the store folder ``path`` (``None``: :func:`default_store_path`)
+    unless one runs (:func:`agentmemory.chroma_server.start_server` on 127.0.0.1, ``port`` or a
+    free one, detached; docs/storage.md#the-folders-chroma-server). A server this call started
+    is given the folder's journal at once (the store is opened on it and closed, which indexes
+    every live entry there), so readers, which replay nothing, find every entry by meaning from
+    the first search.
+
+    A record whose process is gone is reported (:class:`~agentmemory.ServerRecordWarning`) and
+    replaced; opening the store may warn :class:`~agentmemory.IndexOutOfStepWarning`.
+
+    Raises:
+        NoStoreError: ``path`` is a file.
+        ChromaServerError: the server could not be started (``port`` taken, no answer).
+        StoreLockedError: another process kept the start lock too long.
+
+    Also what :func:`open_store` raises when indexing the journal.
+    """
+    from .chroma_server import live_record, start_server
+
+    folder = store_folder(path)
+    before = live_record(folder)
+    if before is not None:
+        return FolderServer(before, started=False)
+    record = start_server(folder, port=port)
+    if (folder / JOURNAL_FILE).is_file():
+        with open_store(folder, create=False, format="sqlite"):
+            pass
+    return FolderServer(record, started=True)

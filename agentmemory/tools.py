@@ -41,6 +41,7 @@ from .errors import (
 from .kinds import KIND_META, KindRegistry
 from .manifest import Manifest
 from .rules import check_scope, valid_name
+from .save_entry import meta_for_save
 from .session import provenance
 from .store import EmptyQueryError, Store
 from .validity import META_SUPERSEDES, superseded_entry
@@ -59,6 +60,7 @@ __all__ = [
     "Tool",
     "ToolConfigError",
     "ToolResult",
+    "check_tool_scopes",
     "tools",
 ]
 
@@ -421,16 +423,7 @@ def tools(
             read scope that is not kebab-case or is given twice; a scope both writable and
             read-only; ``search_limit`` or ``search_bytes`` under 1.
     """
-    writable = _check_scopes(scopes, "scope")
-    readable = _check_scopes(read_scopes, "read scope", allow_none=True)
-    if not writable:
-        raise ToolConfigError("agentmemory.tools: no scopes; give at least one writable scope")
-    for r in readable:
-        if r in writable:
-            raise ToolConfigError(
-                f"agentmemory.tools: scope {go_quote(r)} is both writable and read-only; "
-                "name it in scopes or in read_scopes, not both"
-            )
+    writable, readable = check_tool_scopes(scopes, read_scopes)
     for what, value in (("search_limit", search_limit), ("search_bytes", search_bytes)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ToolConfigError(f"agentmemory.tools: {what} is {value!r}; it must be at least 1")
@@ -441,6 +434,30 @@ def tools(
     kit = _Kit(store, writable, readable, rendered, search_limit, search_bytes)
     kit.kinds = (kinds if kinds is not None else KindRegistry()).kinds()
     return [kit.save_tool(), kit.patch_tool(), kit.forget_tool(), kit.search_tool()]
+
+
+def check_tool_scopes(
+    scopes: Sequence[str], read_scopes: Sequence[str] = ()
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The writable and the read-only scopes of :func:`tools`, checked as it checks them, so a
+    caller can refuse a bad configuration before it opens (or creates) a store
+    (``agentmemory mcp`` does).
+
+    Raises:
+        ToolConfigError: no scopes; ``scopes`` or ``read_scopes`` given as one string; a scope
+            that is not kebab-case or is given twice; a scope both writable and read-only.
+    """
+    writable = _check_scopes(scopes, "scope")
+    readable = _check_scopes(read_scopes, "read scope", allow_none=True)
+    if not writable:
+        raise ToolConfigError("agentmemory.tools: no scopes; give at least one writable scope")
+    for r in readable:
+        if r in writable:
+            raise ToolConfigError(
+                f"agentmemory.tools: scope {go_quote(r)} is both writable and read-only; "
+                "name it in scopes or in read_scopes, not both"
+            )
+    return writable, readable
 
 
 def _check_scopes(scopes: Sequence[str], what: str, *, allow_none: bool = False) -> tuple[str, ...]:
@@ -611,14 +628,10 @@ class _Kit:
         except NotFoundError:
             stored = None
         given = args.get("meta")
-        if given is not None:
-            meta: dict[str, str] | None = dict(given) or None
-        else:
-            meta = dict(stored.meta) if stored is not None and stored.meta else None
+        added: dict[str, str] = {}  # set on top of the meta kept or given
         kind = args.get("type")
         if kind is not None:
-            meta = {**(meta or {}), KIND_META: str(kind)}
-            given = meta  # the call set the meta: say so in the result line
+            added[KIND_META] = str(kind)
         retires = args.get("supersedes")
         retired: Entry | None = None
         if retires is not None:
@@ -626,8 +639,10 @@ class _Kit:
                 retired = superseded_entry(self.store, scope, name, retires)
             except InvalidEntryError as exc:
                 raise _Refused(exc.detail) from None
-            meta = {**(meta or {}), META_SUPERSEDES: retired.name}
-            given = meta
+            added[META_SUPERSEDES] = retired.name
+        meta = meta_for_save(stored, given, added)  # the rule `agentmemory save` keeps too
+        if added:
+            given = meta  # the call set the meta: say so in the result line
         shown: str | None = None
         manifest = self.rendered() if self.rendered is not None else None
         if manifest is not None:

@@ -33,6 +33,8 @@ from agentmemory import (
     tools,
 )
 from agentmemory.cli import main
+from agentmemory.index_damage import DAMAGED_PREFIX, open_store_moving_damage
+from agentmemory.store_check import LexicalCheck, check_reindexed, check_store
 from embedders import HashingEmbedder
 
 
@@ -285,6 +287,52 @@ def test_a_journal_shorter_than_its_index_keeps_the_evidence(tmp_path: Path) -> 
     dropped = run("verify", "--repair", "--drop-orphans", "--path", str(folder), *HASHING)
     assert dropped.exit_code == 0, dropped.output
     assert "journal shorter" not in dropped.stdout
+
+
+def test_check_store_and_the_rebuild_of_a_damaged_index_as_library_calls(tmp_path: Path) -> None:
+    """What verify and reindex call: check_store finds the orphans and keeps them on repair
+    unless told to drop them; open_store_moving_damage moves a damaged chroma/ aside and rebuilds
+    it; check_reindexed counts what the rebuild indexed."""
+    folder = tmp_path / "store"
+    db = folder / "journal.sqlite3"
+    emb = HashingEmbedder(256)
+    with ChromaStore.open(folder, embedder=emb) as st:
+        fill(st, 10)
+    older = tmp_path / "journal-older.sqlite3"
+    older.write_bytes(db.read_bytes())
+    with ChromaStore.open(folder, embedder=emb) as st:
+        st.put_many([Entry("user", f"late-{i}", f"a later note {i}") for i in range(3)])
+    db.write_bytes(older.read_bytes())
+    late = ("user/late-0", "user/late-1", "user/late-2")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IndexOutOfStepWarning)
+        st = ChromaStore.open(folder, embedder=emb)
+    with st:
+        found = check_store(st)
+        assert not found.ok and found.orphans == late and found.index.extra == list(late)
+        assert found.lexical == LexicalCheck()
+        kept = check_store(st, repair=True)
+        assert kept.orphans == late and not kept.ok  # the evidence stays
+        dropped = check_store(st, repair=True, drop_orphans=True)
+        assert dropped.ok and dropped.orphans == () and dropped.index.indexed == 10
+    index = folder / "chroma" / "chroma.sqlite3"
+    with index.open("r+b") as f:
+        f.truncate(index.stat().st_size // 2)
+    with pytest.raises(IndexDamagedError):
+        ChromaStore.open(folder, embedder=emb).close()
+    store, moved = open_store_moving_damage(folder, embedder=emb)
+    with store:
+        assert moved is not None and moved.aside.name.startswith(DAMAGED_PREFIX)
+        assert moved.aside.is_dir() and moved.detail
+        done = check_reindexed(store)
+        assert (done.indexed, done.embedder, done.lexical) == (
+            10,
+            emb.name,
+            LexicalCheck(rebuilt=None),
+        )
+    again, nothing = open_store_moving_damage(folder, embedder=emb)
+    with again:
+        assert nothing is None and check_store(again).ok
 
 
 # -- a read-only store (docs/storage.md#a-read-only-store) -------------------------------------
