@@ -68,6 +68,7 @@ from .errors import (
     AgentMemoryError,
     ChromaServerError,
     EmbedderMismatchError,
+    IndexDamagedError,
     IndexWriteError,
     StoreLockedError,
 )
@@ -165,7 +166,7 @@ class ChromaStore:
         self._read_only = options.get("read_only", False)
         self._server: str | None = None  # the server, in words, when this store connected one
         self._unavailable: str | None = None  # why there is no vector index (journal-only)
-        self._holder = ""  # the process holding the embedded folder, in words (journal-only)
+        self._write_note = ""  # what a journal-only write's Change.note says
         if given_prefix is not None:
             check_prefix(given_prefix)  # before anything is opened
         if client is None:
@@ -195,10 +196,25 @@ class ChromaStore:
             except StoreLockedError as held:
                 if not options.get("journal_only_when_held", False):
                     raise
-                self._holder = held.holder
                 self._unavailable = (
                     f"the vector index of {self._where} is held by {held.holder} (an embedded "
                     "Chroma folder is opened by one process at a time)"
+                )
+                self._write_note = (
+                    "the write is in the journal and its lexical index; the vector index is "
+                    f"brought up to date by the process holding it ({held.holder})"
+                )
+            except IndexDamagedError as damaged:
+                if damaged.index != "vector" or not options.get("journal_only_when_damaged", False):
+                    raise
+                cure = f"run 'agentmemory verify --repair --path {self._where}'"
+                self._unavailable = (
+                    f"the vector index of {self._where} is damaged ({damaged.detail}); {cure} "
+                    "to rebuild it from the journal"
+                )
+                self._write_note = (
+                    "the write is in the journal and its lexical index; the vector index is "
+                    f"damaged: {cure} to rebuild it from the journal, this write included"
                 )
         try:
             self._journal: JournalStore = journal or SqliteStore(
@@ -593,11 +609,7 @@ class ChromaStore:
         IndexWriteError. Journal-only, return the records with a ``note`` that the holder
         indexes them."""
         if self._unavailable is not None:
-            note = (
-                "the write is in the journal and its lexical index; the vector index is brought "
-                f"up to date by the process holding it ({self._holder})"
-            )
-            return [replace(c, note=note) for c in changes]
+            return [replace(c, note=self._write_note) for c in changes]
         follower = self._following()
         # The journal state just committed, last record per key: the index is written from it
         # without reading the rows back, and checked against the journal once after writing.

@@ -111,7 +111,10 @@ def open_store_moving_damage(
     try:
         # never load a crashing index here: it would kill this process
         check_index_loads(path, format=options.get("format"), dsn=options.get("dsn"))
-        return open_store(path, create=False, reindex=reindex, **options), None
+        found = open_store(
+            path, create=False, reindex=reindex, journal_only_when_damaged=False, **options
+        )
+        return found, None
     except IndexDamagedError as exc:
         if exc.index != "vector":
             raise

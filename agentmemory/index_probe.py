@@ -19,7 +19,7 @@ __all__ = ["PROBE_TIMEOUT_S", "probe_index"]
 PROBE_TIMEOUT_S = 120.0
 """How long the child process may take (it imports chromadb and loads every collection)."""
 
-_CHILD = "import sys; from agentmemory.index_probe import _probe_here; _probe_here(sys.argv[1])"
+_CHILD = "import sys; from agentmemory.index_probe import _probe_here; sys.exit(_probe_here(sys.argv[1]))"
 
 
 def probe_index(folder: Path, *, timeout_s: float = PROBE_TIMEOUT_S) -> str | None:
@@ -51,12 +51,18 @@ def probe_index(folder: Path, *, timeout_s: float = PROBE_TIMEOUT_S) -> str | No
     return None
 
 
-def _probe_here(folder: str) -> None:
-    """The child's work: open the folder as a store would, search each collection once."""
+def _probe_here(folder: str) -> int:
+    """The child's work: open the folder as a store would, search each collection once; the
+    exit status (0 when it worked; 1 with the reason on stderr when Chroma could not open it)."""
     from .chroma_registry import close_folder, open_folder
+    from .errors import IndexDamagedError
 
     where = Path(folder)
-    client = open_folder(where, timeout_s=5.0)
+    try:
+        client = open_folder(where, timeout_s=5.0)
+    except IndexDamagedError as exc:  # the reason alone: the parent wraps it in its own line
+        print(exc.detail, file=sys.stderr)
+        return 1
     try:
         for listed in client.list_collections():
             name = listed if isinstance(listed, str) else listed.name
@@ -70,3 +76,4 @@ def _probe_here(folder: str) -> None:
             col.query(query_embeddings=[vectors[0]], n_results=1)
     finally:
         close_folder(where)
+    return 0

@@ -388,6 +388,8 @@ def open_store(
     if shared is None:
         shared = os.environ.get(SHARED_ENV, "").strip().lower() in ("1", "true", "yes", "on")
     store_options.setdefault("journal_only_when_held", True)
+    if not reindex:  # a rebuild needs to know (agentmemory.index_damage moves it aside)
+        store_options.setdefault("journal_only_when_damaged", True)
     if read_only:
         store_options.setdefault("lock_timeout_s", 0.0)
         store_options["read_only"] = True

@@ -542,7 +542,7 @@ class _Kit:
                 "until the store catches up; do not repeat the call"
             )
             return exc.changes[-1], note
-        return change, (f"; {change.note}" if change.note else "")
+        return change, (f"; {self._hide_paths(change.note)}" if change.note else "")
 
     def _writer(
         self, name: str, body: Callable[[Mapping[str, Any]], ToolResult]
@@ -852,6 +852,19 @@ class _Kit:
         except AgentMemoryError as exc:
             return _error(self._for_model(exc))
 
+    def _hide_paths(self, text: str) -> str:
+        """``text`` with the store's folder (and its parent) replaced by "<memory store>": what
+        the model is told names no host path (docs/contract.md#what-the-model-is-told)."""
+        try:
+            where = getattr(self.store, "path", None)
+        except AgentMemoryError:  # a store without a folder (its journal on a server)
+            where = None
+        if where is not None:
+            for p in sorted({str(where), str(Path(where).parent)}, key=len, reverse=True):
+                if len(p) > 1:
+                    text = text.replace(p, "<memory store>")
+        return text
+
     def _for_model(self, exc: AgentMemoryError) -> str:
         """The text a model sees for a store error: no host path and no host-side advice
         (``docs/contract.md#what-the-model-is-told``): a damaged index is permanent until the
@@ -868,12 +881,7 @@ class _Kit:
                 "the memory store is busy: another program is writing to it; try the call again "
                 "in a few seconds"
             )
-        text = str(exc)
-        where = getattr(self.store, "path", None)
-        if where is not None:
-            for p in sorted({str(where), str(Path(where).parent)}, key=len, reverse=True):
-                if len(p) > 1:
-                    text = text.replace(p, "<memory store>")
+        text = self._hide_paths(str(exc))
         if len(text) > MAX_ERROR_CHARS:
             text = text[: MAX_ERROR_CHARS - 1] + "…"
         return text
@@ -893,7 +901,7 @@ class _Kit:
         where = ", ".join(scopes)
         missing = getattr(self.store, "vector_unavailable", None)
         caveat = (
-            f" Search by meaning was unavailable ({missing}); these are keyword (BM25) matches "
+            f" Search by meaning was unavailable ({self._hide_paths(missing)}); these are keyword (BM25) matches "
             "only."
             if missing
             else ""

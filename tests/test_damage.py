@@ -25,11 +25,13 @@ from agentmemory import (
     AgentMemoryError,
     ChromaStore,
     Entry,
+    FileStore,
     IndexDamagedError,
     IndexDamagedWarning,
     IndexOutOfStepWarning,
     SqliteStore,
     StoreIOError,
+    open_store,
     tools,
 )
 from agentmemory.cli import main
@@ -245,6 +247,19 @@ def test_a_damaged_vector_index_takes_writes_and_is_moved_aside_and_rebuilt(
     assert len(warning) == 1 and "vector index" in warning[0] and "verify --repair" in warning[0]
     with SqliteStore(folder / "journal.sqlite3") as journal:
         assert journal.get("user", "fresh").content == "a fresh zebra"
+    # a search still answers, on the BM25 leg, and says why (before: one error line, exit 1)
+    searched = run("search", "fresh zebra", "--path", str(folder), *HASHING, "--json")
+    assert searched.exit_code == 0, searched.output
+    answer = json.loads(searched.stdout)
+    assert answer["mode"] == "bm25" and answer["hits"][0]["name"] == "fresh", answer
+    assert "damaged" in answer["hits"][0]["unavailable"]["vector"]
+    assert "damaged" in searched.stderr and "verify --repair" in searched.stderr
+    with tools_store(folder) as st:  # an agent's memory_search says so too
+        search = {t.name: t for t in tools(st, ["user"])}["memory_search"]
+        result = search({"query": "fresh zebra"})
+        assert not result.is_error and "user/fresh" in result.text
+        assert "vector" in result.text and "damaged" in result.text, result.text
+        assert str(tmp_path) not in result.text  # no host path reaches the model
     checked = run("verify", "--path", str(folder), *HASHING)
     assert checked.exit_code == 1
     lines = checked.stderr.strip().splitlines()
@@ -256,6 +271,16 @@ def test_a_damaged_vector_index_takes_writes_and_is_moved_aside_and_rebuilt(
     assert len(aside) == 1 and aside[0] in repaired.stderr  # the evidence is kept, and named
     found = run("search", "fresh zebra", "--mode", "vector", "--path", str(folder), *HASHING)
     assert "1. user/fresh" in found.stdout, found.output
+
+
+@contextmanager
+def tools_store(folder: Path) -> Iterator[ChromaStore | FileStore]:
+    """The store as the MCP server opens it (:func:`agentmemory.open_store`)."""
+    st = open_store(folder, embedder="hashing:256", create=False)
+    try:
+        yield st
+    finally:
+        st.close()
 
 
 def test_a_journal_shorter_than_its_index_keeps_the_evidence(tmp_path: Path) -> None:
