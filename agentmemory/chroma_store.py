@@ -69,6 +69,7 @@ from .errors import (
     ChromaServerError,
     EmbedderMismatchError,
     IndexDamagedError,
+    IndexReadOnlyError,
     IndexWriteError,
     StoreLockedError,
 )
@@ -208,13 +209,18 @@ class ChromaStore:
                 if damaged.index != "vector" or not options.get("journal_only_when_damaged", False):
                     raise
                 cure = f"run 'agentmemory verify --repair --path {self._where}'"
+                if isinstance(damaged, IndexReadOnlyError):
+                    state = "may not be written here"
+                    cure = f"make {self._where}/chroma writable, then {cure}"
+                else:
+                    state = "is damaged"
                 self._unavailable = (
-                    f"the vector index of {self._where} is damaged ({damaged.detail}); {cure} "
-                    "to rebuild it from the journal"
+                    f"the vector index of {self._where} {state} ({damaged.detail}); {cure} to "
+                    "bring it up to date from the journal"
                 )
                 self._write_note = (
-                    "the write is in the journal and its lexical index; the vector index is "
-                    f"damaged: {cure} to rebuild it from the journal, this write included"
+                    f"the write is in the journal and its lexical index; the vector index {state}: "
+                    f"{cure} to bring it up to date from the journal, this write included"
                 )
         try:
             self._journal: JournalStore = journal or SqliteStore(

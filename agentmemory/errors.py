@@ -473,6 +473,25 @@ class IndexDamagedError(AgentMemoryError):
         )
 
 
+class IndexReadOnlyError(IndexDamagedError):
+    """The vector index's files may not be written here (a read-only ``chroma/`` folder or
+    ``chroma.sqlite3``, an immutable file): unusable as a damaged index is, so the journal takes
+    the writes alone meanwhile, but nothing is wrong with its files and nothing is moved aside.
+    The cure is to make them writable, then ``agentmemory verify --repair`` indexes what the
+    journal took meanwhile (docs/storage.md#a-read-only-vector-index).
+
+    Attributes: those of :class:`IndexDamagedError` (``index`` is ``"vector"``).
+    """
+
+    def __init__(self, path: str, index: str, detail: str) -> None:
+        super().__init__(path, index, detail)
+        self.args = (
+            f"agentmemory: the {index} index of store {path} may not be written here ({detail}); "
+            f"make {path}/chroma and the files in it writable, then run 'agentmemory verify "
+            f"--repair --path {path}' to index what the journal took meanwhile",
+        )
+
+
 class IndexDamagedWarning(UserWarning):
     """A write reached the journal but not the lexical index, which is damaged; search misses it
     until ``agentmemory verify --repair`` rebuilds the index."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import IndexDamagedError
+from .errors import IndexDamagedError, IndexReadOnlyError
 
 if TYPE_CHECKING:
     from .chroma_store import ChromaStore
@@ -116,7 +116,7 @@ def open_store_moving_damage(
         )
         return found, None
     except IndexDamagedError as exc:
-        if exc.index != "vector":
-            raise
+        if exc.index != "vector" or isinstance(exc, IndexReadOnlyError):
+            raise  # nothing to move aside: a read-only index is made writable, not rebuilt
         moved = MovedIndex(move_index_aside(exc.path), exc.detail)
     return open_store(path, create=False, reindex=True, **options), moved

@@ -14,7 +14,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-__all__ = ["PROBE_TIMEOUT_S", "probe_index"]
+from .errors import IndexReadOnlyError
+
+__all__ = ["PROBE_TIMEOUT_S", "READ_ONLY_STATUS", "probe_index"]
+
+READ_ONLY_STATUS = 3
+"""The probe child's exit status when Chroma may not write the folder (not damaged)."""
 
 PROBE_TIMEOUT_S = 120.0
 """How long the child process may take (it imports chromadb and loads every collection)."""
@@ -26,7 +31,12 @@ def probe_index(folder: Path, *, timeout_s: float = PROBE_TIMEOUT_S) -> str | No
     """Open ``folder/chroma`` in a child process (taking the store's folder lock there) and search
     every collection once. Returns ``None`` when that worked or there is no ``chroma/``, else a
     one-line reason ("loading it crashed a probe process (SIGSEGV)"). Blocks for the child's
-    run: about 2 s here, most of it importing chromadb."""
+    run: about 2 s here, most of it importing chromadb.
+
+    Raises:
+        IndexReadOnlyError: the child found the folder's files may not be written (nothing is
+            damaged; ``folder`` names the store).
+    """
     if not (folder / "chroma").is_dir():
         return None
     try:
@@ -47,7 +57,10 @@ def probe_index(folder: Path, *, timeout_s: float = PROBE_TIMEOUT_S) -> str | No
         return f"loading it crashed a probe process ({name})"
     if done.returncode != 0:
         lines = done.stderr.strip().splitlines()
-        return (lines[-1] if lines else f"a probe process failed ({done.returncode})")[:300]
+        reason = (lines[-1] if lines else f"a probe process failed ({done.returncode})")[:300]
+        if done.returncode == READ_ONLY_STATUS:
+            raise IndexReadOnlyError(str(folder), "vector", reason)
+        return reason
     return None
 
 
@@ -62,7 +75,7 @@ def _probe_here(folder: str) -> int:
         client = open_folder(where, timeout_s=5.0)
     except IndexDamagedError as exc:  # the reason alone: the parent wraps it in its own line
         print(exc.detail, file=sys.stderr)
-        return 1
+        return READ_ONLY_STATUS if isinstance(exc, IndexReadOnlyError) else 1
     try:
         for listed in client.list_collections():
             name = listed if isinstance(listed, str) else listed.name

@@ -32,6 +32,7 @@ from .errors import (
     AgentMemoryError,
     ConflictError,
     IndexDamagedError,
+    IndexReadOnlyError,
     IndexWriteError,
     InvalidEntryError,
     NotFoundError,
@@ -870,6 +871,12 @@ class _Kit:
         (``docs/contract.md#what-the-model-is-told``): a damaged index is permanent until the
         user repairs it, a locked store is worth one retry, other errors keep their message with
         the store's location replaced by "the memory store"."""
+        if isinstance(exc, IndexReadOnlyError):
+            return (
+                f"the memory store's {exc.index} index may not be written here; retrying will not "
+                "help: tell the user to make the store's folder writable (the saved memories "
+                "themselves are intact)"
+            )
         if isinstance(exc, IndexDamagedError):
             return (
                 f"the memory store's {exc.index} index is damaged; retrying will not help: tell "

@@ -414,6 +414,32 @@ def test_a_read_only_store_can_still_be_read(tmp_path: Path) -> None:
             assert "n-" in result.stdout
 
 
+def test_a_read_only_vector_index_takes_no_writes_but_the_journal_does(tmp_path: Path) -> None:
+    """chroma/ (and its sqlite file) may not be written, the journal may: saves land in the
+    journal with a note saying so and what to do (not "damaged"), searches answer from BM25,
+    verify --repair moves nothing aside and says to make the folder writable; once it is,
+    verify --repair indexes what the journal took meanwhile (before: the line said "damaged" and
+    the repair failed with "Operation not permitted")."""
+    folder = tmp_path / "store"
+    with ChromaStore.open(folder, embedder=HashingEmbedder(256)) as st:
+        fill(st, 30)
+    chroma = folder / "chroma"
+    with read_only(chroma, chroma / "chroma.sqlite3"):
+        saved = run("save", "user/fresh", "a fresh zebra", "--path", str(folder), *HASHING)
+        assert saved.exit_code == 0, saved.output
+        assert "may not be written here" in saved.stderr and "damaged" not in saved.stderr
+        found = run("search", "fresh zebra", "--path", str(folder), *HASHING)
+        assert found.exit_code == 0 and "1. user/fresh" in found.stdout, found.output
+        repaired = run("verify", "--repair", "--path", str(folder), *HASHING)
+        assert repaired.exit_code == 1
+        line = repaired.stderr.strip().splitlines()
+        assert len(line) == 1 and "writable" in line[0] and "Operation not permitted" not in line[0]
+        assert not [p for p in folder.iterdir() if p.name.startswith(DAMAGED_PREFIX)]
+    repaired = run("verify", "--repair", "--path", str(folder), *HASHING)
+    assert repaired.exit_code == 0, repaired.output
+    assert "index ok: 31 vectors for 31 live entries" in repaired.stdout
+
+
 def test_a_segment_file_that_crashes_its_loader_is_found_by_a_probe_and_rebuilt(
     tmp_path: Path,
 ) -> None:
