@@ -108,10 +108,11 @@ def test_the_cli_reports_a_damaged_lexical_index_and_repairs_it(tmp_path: Path) 
     with ChromaStore.open(folder, embedder=HashingEmbedder(256)) as st:
         fill(st, 200)
     garble_lexical_pages(folder / "journal.sqlite3")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", IndexDamagedWarning)
-        saved = run("save", "user/fresh", "a fresh zebra", "--path", str(folder), *HASHING)
+    saved = run("save", "user/fresh", "a fresh zebra", "--path", str(folder), *HASHING)
     assert saved.exit_code == 0, saved.output
+    said = saved.stderr.strip().splitlines()  # one line of ours, not Python's warning format
+    assert len(said) == 1 and said[0].startswith("agentmemory: "), said
+    assert "lexical index" in said[0] and "Warning" not in said[0] and ".py:" not in said[0]
     checked = run("verify", "--path", str(folder), *HASHING)
     assert checked.exit_code == 1
     assert "lexical index" in checked.output and "verify --repair" in checked.output

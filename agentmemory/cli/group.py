@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import IO, Any
+import warnings
+from typing import IO, Any, TextIO
 
 import click
 
@@ -90,6 +91,27 @@ def _os_error(exc: OSError) -> str:
     return str(exc) or type(exc).__name__
 
 
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """Print one of our warnings (``agentmemory.errors``: a damaged lexical index, an index out
+    of step, a dead server record) as one ``agentmemory:`` line on stderr, as errors are; any
+    other warning as Python prints it."""
+    if category.__module__ == "agentmemory.errors":
+        text = str(message).strip().removeprefix("agentmemory: ")
+        click.echo(f"agentmemory: {text}", err=True)
+        return
+    _PYTHON_SHOWWARNING(message, category, filename, lineno, file, line)
+
+
+_PYTHON_SHOWWARNING = warnings.showwarning
+
+
 @click.group(cls=_Group)
 @click.version_option(package_name="agentmemory")
 def main() -> None:
@@ -99,3 +121,4 @@ def main() -> None:
     is --path, else $AGENTMEMORY_PATH, else the user data folder. Add --json for programs.
     Try `agentmemory demo` for a tour on real data.
     """
+    warnings.showwarning = _show_warning
