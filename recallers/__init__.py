@@ -58,11 +58,15 @@ from .errors import (
 )
 from .fts5 import (
     COMMON_TERM_CANDIDATES,
+    DOC_FREQ_TABLES,
     FTS5_TABLES,
     RANKED_POSTINGS,
     TOKENIZER_STATE_KEY,
     Fts5Index,
+    create_doc_freq_table,
     create_tables,
+    doc_freq_problems,
+    fill_doc_freqs,
     match_expression,
 )
 from .hits import (
@@ -128,6 +132,7 @@ __all__ = [
     "DEFAULT_RERANK_THREADS",
     "DEFAULT_RRF_K",
     "DEFAULT_TOKENIZER",
+    "DOC_FREQ_TABLES",
     "EMPTY_QUERY_MESSAGE",
     "ENGLISH_STOPWORDS",
     "FTS5_TABLES",
@@ -172,8 +177,11 @@ __all__ = [
     "VectorSource",
     "bm25_idf",
     "check_query",
+    "create_doc_freq_table",
     "create_tables",
+    "doc_freq_problems",
     "document_terms",
+    "fill_doc_freqs",
     "fuse",
     "get_reranker",
     "match_expression",

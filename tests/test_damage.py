@@ -125,6 +125,61 @@ def test_the_cli_reports_a_damaged_lexical_index_and_repairs_it(tmp_path: Path) 
     assert found.exit_code == 0 and "1. user/fresh" in found.output, found.output
 
 
+def test_a_store_made_before_the_document_frequencies_opens_with_a_damaged_lexical_index(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Migration m006 fills memory_lexical_df from FTS5's own counts; when FTS5's pages are
+    garbled the open still succeeds, records the damage and says the cure; --repair's rebuild
+    then fills the table."""
+    db = tmp_path / "store" / "journal.sqlite3"
+    with SqliteStore(db) as st:
+        fill(st)
+    with sqlite3.connect(db) as conn:  # the file as the code before m006 left it
+        conn.executescript(
+            "DROP TABLE memory_lexical_df; DELETE FROM store_schema WHERE version = 6;"
+        )
+    conn.close()
+    garble_lexical_pages(db)
+    with SqliteStore(db) as st:
+        assert "verify --repair" in caplog.text and "lexical index is damaged" in caplog.text
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # the damage is known: the write says nothing more
+            st.put(Entry("user", "fresh", "a fresh zebra sighting"))
+        with pytest.raises(IndexDamagedError):
+            st.search_text("zebra", scopes=["user"], limit=5)
+        assert st.check_lexical() != []
+        assert st.rebuild_lexical() == 301
+        assert st.check_lexical() == []
+        with sqlite3.connect(db) as conn:
+            (zebras,) = conn.execute(
+                "SELECT docs FROM memory_lexical_df WHERE term = 'zebra'"
+            ).fetchone()
+        conn.close()
+        assert zebras == 301
+        names = [e.name for e, _ in st.search_text("fresh zebra", scopes=["user"], limit=3)]
+        assert names[0] == "fresh"
+
+
+def test_a_document_frequency_table_out_of_step_is_found_and_repaired(tmp_path: Path) -> None:
+    """A count changed behind the store's back (a tool that edits the file) is a lexical index
+    problem: verify names the table and the term, --repair rebuilds it."""
+    folder = tmp_path / "store"
+    with ChromaStore.open(folder, embedder=HashingEmbedder(256)) as st:
+        fill(st, 50)
+    with sqlite3.connect(folder / "journal.sqlite3") as conn:
+        conn.execute("UPDATE memory_lexical_df SET docs = docs + 7 WHERE term = 'lion'")
+    conn.close()
+    checked = run("verify", "--path", str(folder), *HASHING)
+    assert checked.exit_code == 1
+    assert "memory_lexical_df" in checked.output and "'lion': 57 in the table, 50" in (
+        checked.output
+    ), checked.output
+    repaired = run("verify", "--repair", "--path", str(folder), *HASHING)
+    assert repaired.exit_code == 0, repaired.output
+    assert "lexical index rebuilt: 50 entries" in repaired.output
+    assert run("verify", "--path", str(folder), *HASHING).exit_code == 0
+
+
 def test_the_tools_say_a_damaged_index_is_permanent_and_name_no_host_path(tmp_path: Path) -> None:
     db = tmp_path / "store" / "journal.sqlite3"
     with SqliteStore(db) as st:
@@ -485,6 +540,7 @@ LEXICAL_TABLES = {
     "memory_lexical_config",
     "memory_lexical_docs",
     "sqlite_autoindex_memory_lexical_docs_1",
+    "memory_lexical_df",
 }
 
 
