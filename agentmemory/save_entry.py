@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .entries import Change, Entry
-from .errors import IndexDamagedError, IndexWriteError, InvalidEntryError, NotFoundError
+from .errors import IndexWriteError, InvalidEntryError, NotFoundError
 from .rules import DEFAULT_MAX_ENTRY_BYTES
 
 if TYPE_CHECKING:
@@ -58,14 +58,11 @@ class Saved:
             write; ``None`` without ``supersedes``.
         index_error: the write is journaled but its vector update failed (the index catches up
             at the next write or open of the store, or on a repair); ``None`` when it did not.
-        index_damaged: the store's vector index could not be opened, so the write went to the
-            journal alone (a repair re-indexes it); ``None`` when the store opened.
     """
 
     change: Change
     retired: Entry | None = None
     index_error: IndexWriteError | None = None
-    index_damaged: IndexDamagedError | None = None
 
 
 def save_entry(
@@ -101,9 +98,10 @@ def save_entry(
     4. With ``supersedes``, the entry it retires must be live
        (:func:`agentmemory.validity.superseded_entry`).
     5. The put (``if_hash``, ``session``). A vector update that fails after the journal commit is
-       a success: :attr:`Saved.index_error`. A vector index that cannot be opened
-       (:class:`~agentmemory.IndexDamagedError` ``"vector"``) sends the write to the journal
-       alone (:func:`agentmemory.open_journal`, steps 3 to 5 again): :attr:`Saved.index_damaged`.
+       a success: :attr:`Saved.index_error`. A store whose vector index cannot be opened (held
+       by another process, damaged, read-only) opens its journal alone (:func:`agentmemory.open_store`)
+       and the write lands there, its :attr:`Change.note` saying why and what to do
+       (docs/storage.md#a-damaged-vector-index).
 
     Args:
         kind: the kind of memory (one of ``KindRegistry().kinds()``: user, feedback, project,
@@ -122,7 +120,7 @@ def save_entry(
     """
     from .kinds import KIND_META, KindRegistry
     from .rules import check_entry
-    from .store_folder import open_journal, open_store
+    from .store_folder import open_store
     from .validity import (
         META_SUPERSEDES,
         check_supersedes,
@@ -164,19 +162,11 @@ def save_entry(
             return Saved(exc.changes[0], retired, index_error=exc)
         return Saved(change, retired)
 
-    journal_options = {k: open_options[k] for k in ("format", "dsn") if k in open_options}
-    try:
-        with open_store(
-            path,
-            embedder=embedder,
-            create=supersedes is None,
-            max_entry_bytes=max_entry_bytes,
-            **open_options,
-        ) as store:
-            return write(store)
-    except IndexDamagedError as damaged:
-        if damaged.index != "vector":
-            raise
-        with open_journal(path, **journal_options) as journal:
-            done = write(journal)
-        return Saved(done.change, done.retired, index_damaged=damaged)
+    with open_store(
+        path,
+        embedder=embedder,
+        create=supersedes is None,
+        max_entry_bytes=max_entry_bytes,
+        **open_options,
+    ) as store:
+        return write(store)

@@ -81,7 +81,8 @@ def test_a_damaged_vector_index_sends_the_save_to_the_journal_alone(tmp_path: Pa
     with index.open("r+b") as f:
         f.truncate(index.stat().st_size // 2)
     saved = save_entry(folder, "user", "fresh", "a fresh note", embedder=EMB)
-    assert saved.index_damaged is not None and saved.index_damaged.index == "vector"
+    assert saved.change.note is not None and "damaged" in saved.change.note
+    assert "verify --repair" in saved.change.note
     assert saved.change.seq == 51 and saved.index_error is None
     with SqliteStore(folder / "journal.sqlite3") as journal:
         assert journal.get("user", "fresh").content == "a fresh note"

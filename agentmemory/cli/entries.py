@@ -118,15 +118,7 @@ def save_command(
         index_behind(saved.index_error.changes, saved.index_error.__cause__)
     change = saved.change
     retired = [saved.retired] if saved.retired is not None else []
-    if saved.index_damaged is not None:  # the journal took the write; a repair re-indexes it
-        exc = saved.index_damaged
-        click.echo(
-            f"agentmemory: the vector index of store {exc.path} is damaged ({exc.detail}); the "
-            f"write is in the journal (seq {change.seq}): run 'agentmemory verify --repair "
-            f"--path {exc.path}' to rebuild the index",
-            err=True,
-        )
-    if change.note:
+    if change.note:  # journal-only (the index held elsewhere, damaged, read-only): say so
         note(change.note)
     if as_json:
         line = encode_change(change)
