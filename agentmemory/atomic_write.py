@@ -14,7 +14,7 @@ import os
 import secrets
 from pathlib import Path
 
-__all__ = ["TEMP_PREFIX", "fsync_dir", "remove_durably", "write_atomic"]
+__all__ = ["TEMP_PREFIX", "fsync_dir", "remove_durably", "write_atomic", "write_synced"]
 
 TEMP_PREFIX = ".tmp-"
 """The name prefix of transient temporaries; readers of a Markdown folder skip such files."""
@@ -65,6 +65,32 @@ def write_atomic(path: Path, data: bytes, *, sync: bool = True) -> None:
         raise
     if sync:
         fsync_dir(folder)
+
+
+def write_synced(path: Path, data: bytes) -> None:
+    """Create ``path`` (it must not exist), write ``data`` (bytes) and fsync it: the first half
+    of :func:`write_atomic`, for a caller that renames the file itself later (a purge's new
+    journal, docs/filestore-format.md#a-purge-rewrites-the-journal). The file is removed on any
+    failure.
+
+    Raises:
+        FileExistsError: ``path`` exists.
+        OSError: the folder cannot be written (read-only, full disk).
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        raise
 
 
 def remove_durably(path: Path) -> bool:

@@ -46,17 +46,31 @@ __all__ = [
     "MAX_PREFIX_CHARS",
     "MAX_QUERY_RESULTS",
     "SELF_SEARCH_DEPTH",
+    "STORE_PREFIX_DIGITS",
     "TIE_DISTANCE",
     "ChromaIndex",
     "IndexRow",
     "Neighbour",
     "SelfSearch",
     "check_prefix",
+    "store_prefix",
     "vector_id",
 ]
 
 DEFAULT_COLLECTION_PREFIX = "agentmemory"
 """The default prefix of collection names (``agentmemory_<scope>``)."""
+
+STORE_PREFIX_DIGITS = 16
+"""How many hex digits of a store's id name its collections on a shared server."""
+
+
+def store_prefix(store_id: str) -> str:
+    """The collection prefix of a store's vectors on a Chroma server it shares with others:
+    ``am-`` and the first :data:`STORE_PREFIX_DIGITS` hex digits of the journal's store id (a
+    UUID), so stores sharing one server never share a collection and every process of one
+    store finds the same ones (docs/storage.md#one-collection-per-scope)."""
+    return "am-" + store_id.replace("-", "")[:STORE_PREFIX_DIGITS]
+
 
 MAX_QUERY_RESULTS = 10_000
 """The most neighbours one query asks a collection for. Chroma reads a query's results with one

@@ -31,8 +31,11 @@ class ChromaStoreOptions(TypedDict, total=False):
         client: a Chroma client to hold the collections (``chromadb.HttpClient`` for a server);
             ``None`` (the default) opens the embedded ``PersistentClient`` in ``path/chroma``,
             owned by this process.
-        collection_prefix: collection names are ``<prefix>_<scope>`` (default
-            ``"agentmemory"``); give stores sharing one Chroma server different prefixes.
+        collection_prefix: collection names are ``<prefix>_<scope>``. Default: on a server
+            this folder does not own (``chroma_url``, or a ``journal``), ``am-`` and 16 hex
+            digits of the journal's store id, so stores sharing a server never share a
+            collection; otherwise ``"agentmemory"`` (give stores sharing one ``client`` their
+            own prefixes). docs/storage.md#one-collection-per-scope.
         reindex: rebuild the index from the journal with ``embedder`` (needed to switch
             embedders; embeds every live entry). Default ``False``.
         lock_timeout_s: how long to wait for another process's hold on an embedded folder, in
@@ -65,6 +68,12 @@ class ChromaStoreOptions(TypedDict, total=False):
             land in the journal and its lexical index (each :class:`~agentmemory.Change`
             carries a ``note`` that the holder indexes it), and :meth:`ChromaStore.recall`
             runs the BM25 leg alone, each hit naming the missing leg. Default ``False``.
+        journal_only_when_damaged: when Chroma cannot open the embedded folder's index
+            (:class:`~agentmemory.IndexDamagedError`, a truncated or garbled
+            ``chroma.sqlite3``), open the journal alone instead of raising, as
+            ``journal_only_when_held`` does: writes land in the journal with a ``note`` naming
+            the cure, and :meth:`ChromaStore.recall` runs the BM25 leg, each hit naming the
+            damaged vector leg (docs/storage.md#a-damaged-vector-index). Default ``False``.
         read_only: open to read: no replay of journal records into the index and no catch-up
             on search (another process owns that work). Writes still index themselves.
             Default ``False``.
@@ -85,6 +94,7 @@ class ChromaStoreOptions(TypedDict, total=False):
     shared: bool
     chroma_url: str | None
     journal_only_when_held: bool
+    journal_only_when_damaged: bool
     read_only: bool
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import IndexDamagedError, StoreFormatError
+from .errors import IndexDamagedError, IndexReadOnlyError, StoreFormatError
 from .folder_lock import FolderLock
 from .index_cursor import IndexCursor
 
@@ -112,6 +112,14 @@ def _forget_failed_client() -> None:
         return
 
 
+def _read_only(err: BaseException, detail: str) -> bool:
+    """Whether Chroma failed to open a folder because it may not write there (sqlite's
+    ``SQLITE_READONLY``, code 8, "attempt to write a readonly database"; or a refused file)."""
+    return (
+        isinstance(err, PermissionError) or "readonly database" in detail or "(code: 8)" in detail
+    )
+
+
 def open_folder(folder: Path, timeout_s: float) -> Any:
     """This process's ``chromadb.PersistentClient`` on ``folder/chroma``, telemetry off; the
     first call takes the folder lock (waiting up to ``timeout_s`` seconds), later calls share
@@ -122,6 +130,7 @@ def open_folder(folder: Path, timeout_s: float) -> Any:
         IndexDamagedError: Chroma cannot open ``folder/chroma`` (a truncated or garbled
             ``chroma.sqlite3``, a folder it may not read); the cure, ``agentmemory verify
             --repair``, moves it aside and rebuilds it from the journal.
+            :class:`~agentmemory.IndexReadOnlyError` (a subclass) when it may not write there.
     """
     key = (str(folder.resolve()), os.getpid())
     with _lock:
@@ -141,8 +150,10 @@ def open_folder(folder: Path, timeout_s: float) -> Any:
             except Exception as err:  # a damaged or unreadable chroma/: derived data
                 lock.release()
                 _forget_failed_client()
-                detail = (str(err).strip().splitlines() or [type(err).__name__])[-1]
-                raise IndexDamagedError(str(folder), "vector", detail[:300]) from err
+                detail = (str(err).strip().splitlines() or [type(err).__name__])[-1][:300]
+                if _read_only(err, detail):
+                    raise IndexReadOnlyError(str(folder), "vector", detail) from err
+                raise IndexDamagedError(str(folder), "vector", detail) from err
             except BaseException:
                 lock.release()
                 raise

@@ -33,20 +33,23 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from .errors import ChromaServerError, ServerRecordWarning
+from .errors import ChromaAddressError, ChromaServerError, ServerRecordWarning
 from .folder_lock import FolderLock
 from .wire import format_time
 
 __all__ = [
+    "DEFAULT_CHROMA_PORT",
     "SERVER_FOLDER",
     "SERVER_HOST",
     "SERVER_RECORD",
     "START_TIMEOUT_S",
+    "ChromaAddress",
     "ServerRecord",
     "chromadb_version",
     "connect_url",
     "folder_client",
     "live_record",
+    "parse_chroma_address",
     "read_record",
     "start_server",
     "stop_server",
@@ -228,27 +231,97 @@ def _check(record: ServerRecord, folder: Path) -> Any:
     return _http_client(record.host, record.port)
 
 
-def connect_url(url: str) -> Any:
-    """An HttpClient on the Chroma server at ``url`` (``http://host:port``), after a heartbeat.
+DEFAULT_CHROMA_PORT = 8000
+"""The port of an ``http://HOST`` address that names none: ``chroma run``'s default port."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChromaAddress:
+    """A Chroma server's address, as :func:`parse_chroma_address` reads it.
+
+    Attributes:
+        host: the host name or IP address (an IPv6 address without its brackets).
+        port: the TCP port, 1 to 65535.
+        ssl: ``True`` for ``https://``.
+    """
+
+    host: str
+    port: int
+    ssl: bool
+
+    @property
+    def url(self) -> str:
+        """``http://HOST:PORT`` (``https://`` with ``ssl``; an IPv6 host in brackets)."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{'https' if self.ssl else 'http'}://{host}:{self.port}"
+
+
+def parse_chroma_address(address: str) -> ChromaAddress:
+    """The Chroma server named by ``address``: ``HOST:PORT`` (``127.0.0.1:8000``,
+    ``[::1]:8000``) or a URL, ``http://HOST[:PORT]`` or ``https://HOST[:PORT]`` (without a port,
+    :data:`DEFAULT_CHROMA_PORT` for http and 443 for https). Surrounding spaces and one trailing
+    ``/`` are allowed. The one reader of a Chroma server address: ``--chroma-url`` (and its
+    alias ``--chroma``), ``$AGENTMEMORY_CHROMA_URL`` (``$AGENTMEMORY_CHROMA``) and
+    ``open_store(chroma_url=...)`` all go through it (docs/storage.md#the-chroma-server-address).
 
     Raises:
-        ChromaServerError: ``url`` does not parse as ``http(s)://host:port``, or nothing
-            answers there as a Chroma server of a protocol this chromadb speaks.
+        ChromaAddressError: ``address`` is empty; has no port (``HOST:PORT`` form) or a port
+            that is not a number from 1 to 65535; has another scheme than http or https, no
+            host, or a path, query, fragment or user name (Chroma's client takes none of them).
+            The message names the value (a password in it as ``***``).
     """
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ChromaServerError(
-            url, "give the server as http://HOST:PORT (for example http://127.0.0.1:8000)"
-        )
-    port = parts.port or (443 if parts.scheme == "https" else 8000)
+    text = address.strip()
+    parts = urlsplit(text if "://" in text else f"http://{text}")
     try:
-        client = _http_client(parts.hostname, port, ssl=parts.scheme == "https")
+        port = parts.port
+    except ValueError:  # not a number, or past 65535
+        port = -1
+    problem = ""
+    if not text:
+        problem = "it is empty"
+    elif parts.scheme not in ("http", "https"):
+        problem = f"its scheme is {parts.scheme!r}, not http or https"
+    elif not parts.hostname:
+        problem = "it names no host"
+    elif port is not None and not 1 <= port <= 65535:
+        problem = "its port is not a number from 1 to 65535"
+    elif port is None and "://" not in text:
+        problem = "it has no port"
+    elif parts.path not in ("", "/") or parts.query or parts.fragment or parts.username:
+        problem = "it has more than a scheme, a host and a port"
+    if problem:
+        shown = address.replace(parts.password, "***") if parts.password else address
+        raise ChromaAddressError(
+            shown,
+            f"{problem}; give HOST:PORT or http://HOST:PORT (for example 127.0.0.1:8000)",
+        )
+    assert parts.hostname is not None
+    ssl = parts.scheme == "https"
+    if port is None:
+        port = 443 if ssl else DEFAULT_CHROMA_PORT
+    return ChromaAddress(parts.hostname, port, ssl)
+
+
+def connect_url(url: str) -> Any:
+    """An HttpClient on the Chroma server at ``url`` (any address
+    :func:`parse_chroma_address` reads: ``http://host:port`` or ``host:port``), after a
+    heartbeat.
+
+    Raises:
+        ChromaAddressError: ``url`` is not an address :func:`parse_chroma_address` reads.
+        ChromaServerError: nothing answers there as a Chroma server of a protocol this
+            chromadb speaks.
+    """
+    address = parse_chroma_address(url)
+    try:
+        client = _http_client(address.host, address.port, ssl=address.ssl)
         client.heartbeat()
     except Exception as err:
         raise ChromaServerError(
-            url,
+            address.url,
             f"no Chroma server of chromadb {chromadb_version()}'s protocol answers there "
-            f"({type(err).__name__}: {err}); start one with 'chroma run'",
+            f"({type(err).__name__}: {err}); start one with 'chroma run --host {address.host} "
+            f"--port {address.port}'",
         ) from None
     return client
 

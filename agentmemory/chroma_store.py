@@ -51,7 +51,7 @@ from recallers import (
     VectorRecaller,
 )
 
-from .chroma_index import DEFAULT_COLLECTION_PREFIX, ChromaIndex, check_prefix
+from .chroma_index import DEFAULT_COLLECTION_PREFIX, ChromaIndex, check_prefix, store_prefix
 from .chroma_options import OPTION_NAMES, ChromaStoreOptions
 from .chroma_registry import (
     CHROMA_FOLDER,
@@ -68,6 +68,8 @@ from .errors import (
     AgentMemoryError,
     ChromaServerError,
     EmbedderMismatchError,
+    IndexDamagedError,
+    IndexReadOnlyError,
     IndexWriteError,
     StoreLockedError,
 )
@@ -140,7 +142,7 @@ class ChromaStore:
                 "fingerprint, embed); build one with embedders.get(name)"
             )
         client = options.get("client")
-        prefix = options.get("collection_prefix", DEFAULT_COLLECTION_PREFIX)
+        given_prefix = options.get("collection_prefix")
         journal = options.get("journal")
         if journal is not None and client is None:
             raise ValueError(
@@ -166,8 +168,9 @@ class ChromaStore:
         self._read_only = options.get("read_only", False)
         self._server: str | None = None  # the server, in words, when this store connected one
         self._unavailable: str | None = None  # why there is no vector index (journal-only)
-        self._holder = ""  # the process holding the embedded folder, in words (journal-only)
-        check_prefix(prefix)  # before anything is opened
+        self._write_note = ""  # what a journal-only write's Change.note says
+        if given_prefix is not None:
+            check_prefix(given_prefix)  # before anything is opened
         if client is None:
             from .chroma_server import store_client
 
@@ -179,7 +182,9 @@ class ChromaStore:
             if found is not None:
                 client, self._server = found
         self._embedded = client is None
-        self._keys = IndexStateKeys(embedded=self._embedded, prefix=prefix)
+        # A server this folder does not own may hold other stores' collections: name ours after
+        # the journal's id (docs/storage.md#one-collection-per-scope).
+        by_store_id = journal is not None or bool(options.get("chroma_url"))
         if journal is None:
             assert self._dir is not None
             self._dir.mkdir(parents=True, exist_ok=True)
@@ -193,21 +198,47 @@ class ChromaStore:
             except StoreLockedError as held:
                 if not options.get("journal_only_when_held", False):
                     raise
-                self._holder = held.holder
                 self._unavailable = (
                     f"the vector index of {self._where} is held by {held.holder} (an embedded "
                     "Chroma folder is opened by one process at a time)"
                 )
+                self._write_note = (
+                    "the write is in the journal and its lexical index; the vector index is "
+                    f"brought up to date by the process holding it ({held.holder})"
+                )
+            except IndexDamagedError as damaged:
+                if damaged.index != "vector" or not options.get("journal_only_when_damaged", False):
+                    raise
+                cure = f"run 'agentmemory verify --repair --path {self._where}'"
+                if isinstance(damaged, IndexReadOnlyError):
+                    state = "may not be written here"
+                    cure = f"make {self._where}/chroma writable, then {cure}"
+                else:
+                    state = "is damaged"
+                self._unavailable = (
+                    f"the vector index of {self._where} {state} ({damaged.detail}); {cure} to "
+                    "bring it up to date from the journal"
+                )
+                self._write_note = (
+                    f"the write is in the journal and its lexical index; the vector index {state}: "
+                    f"{cure} to bring it up to date from the journal, this write included"
+                )
         try:
-            if self._unavailable is None:
-                self._index = self.index_type(client, prefix)
             self._journal: JournalStore = journal or SqliteStore(
                 self._folder() / JOURNAL_FILE,
                 max_entry_bytes=options.get("max_entry_bytes", DEFAULT_MAX_ENTRY_BYTES),
                 busy_timeout_s=options.get("busy_timeout_s", DEFAULT_BUSY_TIMEOUT_S),
                 clock=options.get("clock", utc_now),
             )
+            prefix = given_prefix or (
+                store_prefix(self._journal.store_id) if by_store_id else DEFAULT_COLLECTION_PREFIX
+            )
+            self._keys = IndexStateKeys(embedded=self._embedded, prefix=prefix)
+            if self._unavailable is None:
+                self._index = self.index_type(client, prefix)
         except BaseException:
+            if journal is None and getattr(self, "_journal", None) is not None:
+                self._journal.close()
             if self._opened_folder:
                 close_folder(self._folder())
             raise
@@ -301,6 +332,7 @@ class ChromaStore:
             self._follower.adopt_layout(layout)
             self._follower.warn_lost()
             self._follower.replay()
+            self._follower.warn_shorter_journal()
             # an index made before windows (or with other windows) re-embeds its long entries
             self._follower.relayout(layout, batch=self._batch)
         self._finish_purge()
@@ -383,6 +415,12 @@ class ChromaStore:
     def list(self, scope: str) -> builtins.list[Entry]:
         """The live entries of ``scope`` sorted by name (UTF-8 byte order); ``[]`` when none."""
         return self._journal.list(scope)
+
+    def scopes(self) -> builtins.list[str]:
+        """The scopes holding at least one live entry, sorted (byte order); ``[]`` when none:
+        the journal's (:meth:`agentmemory.SqliteStore.scopes`), so a scope whose entries were
+        all forgotten is not listed, whatever collections the index holds."""
+        return self._journal.scopes()
 
     def search(self, scopes: Sequence[str], query: str, limit: int = 0) -> builtins.list[Entry]:
         """The reference word search of :meth:`agentmemory.SqliteStore.search` (every word in
@@ -582,11 +620,7 @@ class ChromaStore:
         IndexWriteError. Journal-only, return the records with a ``note`` that the holder
         indexes them."""
         if self._unavailable is not None:
-            note = (
-                "the write is in the journal and its lexical index; the vector index is brought "
-                f"up to date by the process holding it ({self._holder})"
-            )
-            return [replace(c, note=note) for c in changes]
+            return [replace(c, note=self._write_note) for c in changes]
         follower = self._following()
         # The journal state just committed, last record per key: the index is written from it
         # without reading the rows back, and checked against the journal once after writing.

@@ -161,14 +161,14 @@ def run_demo(
         conversation: a sample id (``"conv-30"``) or a number from 1; default the first.
         questions: how many of its questions to show in full, spread over the conversation
             (:func:`pick_questions`); every question is searched and scored.
-        path: the folder of the demo store, kept afterwards; default a temporary folder,
-            removed at the end.
+        path: the folder of the demo store (``--keep``), new or empty, kept afterwards; default
+            a temporary folder, removed at the end.
         out: where the lines of the walk-through go (``print``, ``click.echo``).
         progress: a tqdm bar on stderr while importing (default: when stderr is a terminal).
 
-    Returns a :class:`DemoResult`. Raises :class:`~agentmemory.AgentMemoryError` for an unknown
-    conversation, a file with no conversations or a conversation with no dialog turns (before
-    any store is made), ``OSError``/``ValueError`` for an unreadable file, and the store's
+    Returns a :class:`DemoResult`. Raises :class:`~agentmemory.AgentMemoryError` for a ``path``
+    that holds something, an unknown conversation, a file with no conversations or a
+    conversation with no dialog turns (before any store is made), ``OSError``/``ValueError`` for an unreadable file, and the store's
     errors.
     """
     from tqdm import tqdm
@@ -178,6 +178,10 @@ def run_demo(
     from .store_folder import open_store
     from .tools import tools
 
+    if path is not None and Path(path).exists() and any(Path(path).iterdir()):
+        raise AgentMemoryError(
+            f"agentmemory: --keep folder {path} is not empty; give a new or empty folder"
+        )
     started = time.perf_counter()
     dataset = load_locomo(data)
     conv = _choose(dataset.conversations, conversation)

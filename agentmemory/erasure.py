@@ -9,7 +9,7 @@ records and derived copies, and returns a :class:`PurgeReceipt`; ``verify_erased
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
@@ -25,6 +25,7 @@ __all__ = [
     "ErasureCheck",
     "PurgeReceipt",
     "check_purge",
+    "history_copies",
     "purge_record",
     "purge_session",
     "redact_history",
@@ -113,6 +114,28 @@ def redact_history(records: Sequence[Change]) -> list[Change]:
             )
         )
     return out
+
+
+def history_copies(records: Iterable[Change]) -> list[str]:
+    """What one entry's journal ``records`` (in ``seq`` order) still hold, for an
+    :class:`ErasureCheck`: ``"journal records 2 4 keep their content"`` when a record is neither
+    redacted nor a ``purged`` record, ``"no purged record in the journal"`` when there are
+    records and none is a purge; ``[]`` when erased (or when there are no records)."""
+    kept: list[int] = []
+    purged = False
+    seen = False
+    for c in records:
+        seen = True
+        if c.source == SOURCE_PURGED:
+            purged = True
+        elif not (c.redacted and c.entry.content == REDACTED and not c.entry.meta):
+            kept.append(c.seq)
+    found = []
+    if kept:
+        found.append(f"journal records {' '.join(map(str, kept))} keep their content")
+    if seen and not purged:
+        found.append("no purged record in the journal")
+    return found
 
 
 def purge_record(

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AgentMemoryError",
     "BudgetError",
+    "ChromaAddressError",
     "ChromaServerError",
     "ConflictError",
     "DataFormatError",
@@ -237,6 +238,22 @@ class ChromaServerError(AgentMemoryError, ConnectionError):
         self.where = where
         self.detail = detail
         super().__init__(f"agentmemory: Chroma server {where}: {detail}")
+
+
+class ChromaAddressError(ChromaServerError, ValueError):
+    """A Chroma server address that is missing where one is needed (a store whose journal is in
+    PostgreSQL keeps its vectors on a server), or that is not ``HOST:PORT`` or
+    ``http(s)://HOST[:PORT]`` (docs/storage.md#the-chroma-server-address).
+
+    Attributes:
+        value: the address as given, or ``None`` when none was given.
+        where: ``value`` quoted, or ``(no address given)``.
+        detail: what is wrong and what to give.
+    """
+
+    def __init__(self, value: str | None, detail: str) -> None:
+        self.value = value
+        super().__init__(repr(value) if value is not None else "(no address given)", detail)
 
 
 class ServerRecordWarning(UserWarning):
@@ -453,6 +470,25 @@ class IndexDamagedError(AgentMemoryError):
             f"agentmemory: the {index} index of store {path} is damaged ({detail}); the journal "
             f"is intact: run 'agentmemory verify --repair --path {path}' to rebuild the index "
             "from it"
+        )
+
+
+class IndexReadOnlyError(IndexDamagedError):
+    """The vector index's files may not be written here (a read-only ``chroma/`` folder or
+    ``chroma.sqlite3``, an immutable file): unusable as a damaged index is, so the journal takes
+    the writes alone meanwhile, but nothing is wrong with its files and nothing is moved aside.
+    The cure is to make them writable, then ``agentmemory verify --repair`` indexes what the
+    journal took meanwhile (docs/storage.md#a-read-only-vector-index).
+
+    Attributes: those of :class:`IndexDamagedError` (``index`` is ``"vector"``).
+    """
+
+    def __init__(self, path: str, index: str, detail: str) -> None:
+        super().__init__(path, index, detail)
+        self.args = (
+            f"agentmemory: the {index} index of store {path} may not be written here ({detail}); "
+            f"make {path}/chroma and the files in it writable, then run 'agentmemory verify "
+            f"--repair --path {path}' to index what the journal took meanwhile",
         )
 
 

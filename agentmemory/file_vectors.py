@@ -9,7 +9,7 @@ applied, the journal's head hash, the embedder's fingerprint and its window layo
 indexed with another layout, or before windows, is indexed again from the start when it opens). :meth:`FolderVectors.catch_up`
 reads the records after the offset (only those), keeps each entry's last state, and embeds and
 upserts the live ones and deletes the forgotten ones. A person's edit reaches the index once it is
-journaled (the next write to the entry, or ``reconcile()``).
+journaled (the next write to any entry, or ``reconcile()``).
 
 Like every embedded Chroma folder, ``.vectors`` is owned by one process at a time (a lock naming
 the holder, docs/storage.md#the-folder-lock); other processes may still write the folder (without
@@ -31,15 +31,16 @@ import numpy.typing as npt
 from embedders import WHOLE_TEXT, Embedder, same_vectors, window_layout
 
 from .atomic_write import write_atomic
+from .chroma_files import scrub_chroma_folder
 from .chroma_index import DEFAULT_COLLECTION_PREFIX, ChromaIndex, IndexRow
-from .chroma_registry import close_folder, open_folder
+from .chroma_registry import CHROMA_FOLDER, close_folder, open_folder
 from .entries import Change, Entry
 from .errors import EmbedderMismatchError
 from .index_sync import embed_entries
 from .journal_file import JOURNAL_NAME, journal_head, scan_journal
 from .rules import check_scope
 
-__all__ = ["VECTORS_FOLDER", "FolderVectors"]
+__all__ = ["VECTORS_FOLDER", "FolderVectors", "purge_folder_vectors"]
 
 VECTORS_FOLDER = ".vectors"
 """The folder, inside a Markdown folder, that holds the Chroma index and its cursor."""
@@ -48,6 +49,73 @@ CURSOR_NAME = "cursor.json"
 
 EMBED_BATCH = 256
 """Entries embedded (and upserted) per call while catching up."""
+
+
+_LOCKS: dict[str, threading.RLock] = {}
+_LOCKS_GUARD = threading.Lock()
+
+
+def _folder_lock(folder: Path) -> threading.RLock:
+    """The one lock every :class:`FolderVectors` of this process on ``folder`` shares, so that
+    a purge's rebuild and scrub never race another handle's catch-up on the same collections."""
+    key = str(folder.resolve())
+    with _LOCKS_GUARD:
+        found = _LOCKS.get(key)
+        if found is None:
+            found = _LOCKS[key] = threading.RLock()
+        return found
+
+
+def _purge_index(index: ChromaIndex, folder: Path, scope: str, name: str) -> builtins.list[str]:
+    """Delete ``scope/name``'s vector, rebuild the scope's collection (Chroma keeps a deleted
+    vector in its segment files and write log until the collection goes) and scrub the Chroma
+    folder's files (docs/storage.md#purge-and-the-files); return what was done."""
+    if index.held(scope, [name]):
+        index.delete(scope, [name])
+    kept = index.rebuild(scope)
+    out = [f".vectors: Chroma collection {index.collection_name(scope)} rebuilt ({kept} vectors)"]
+    return out + [f".vectors/{line}" for line in scrub_chroma_folder(folder / CHROMA_FOLDER)]
+
+
+def purge_folder_vectors(
+    root: Path, scope: str, name: str, heads: tuple[str, str], *, padded: bool, timeout_s: float
+) -> tuple[int, builtins.list[str]]:
+    """A purge's part in the vector index of a Markdown folder opened without an embedder:
+    open ``root/.vectors`` (waiting up to ``timeout_s`` seconds for the process that owns it),
+    delete ``scope/name``'s vector, rebuild the scope's collection, scrub the Chroma files, and
+    make ``cursor.json`` follow the rewritten journal (its head moved from ``heads[0]`` to
+    ``heads[1]``; when the rewrite moved offsets, ``padded`` false, every collection is dropped
+    and the cursor removed, so the next owner indexes the journal again). Returns the vectors
+    removed and one line per thing done; ``(0, [])`` when the folder keeps no Chroma index.
+
+    Raises:
+        StoreLockedError: another process owns ``.vectors``.
+        IndexDamagedError: Chroma cannot open the folder.
+    """
+    folder = root / VECTORS_FOLDER
+    if not (folder / CHROMA_FOLDER).is_dir():
+        return 0, []
+    client = open_folder(folder, timeout_s)
+    try:
+        with _folder_lock(folder):
+            index = ChromaIndex(client, DEFAULT_COLLECTION_PREFIX)
+            held = len(index.held(scope, [name]))
+            cursor = folder / CURSOR_NAME
+            if padded:
+                try:
+                    saved = json.loads(cursor.read_bytes())
+                except (OSError, ValueError):
+                    saved = None
+                if isinstance(saved, dict) and saved.get("head") == heads[0]:
+                    saved["head"] = heads[1]
+                    write_atomic(cursor, (json.dumps(saved) + "\n").encode(), sync=False)
+            else:
+                for s in index.scopes():
+                    index.drop(s)
+                cursor.unlink(missing_ok=True)
+            return held, _purge_index(index, folder, scope, name)
+    finally:
+        close_folder(folder)
 
 
 class FolderVectors:
@@ -73,7 +141,7 @@ class FolderVectors:
         self._folder = root / VECTORS_FOLDER
         self._folder.mkdir(exist_ok=True)
         self._embedder = embedder
-        self._lock = threading.RLock()
+        self._lock = _folder_lock(self._folder)
         client = open_folder(self._folder, lock_timeout_s)
         self._closed = False
         try:
@@ -169,16 +237,48 @@ class FolderVectors:
             else:
                 live.append(c.entry)
         for scope, names in gone.items():
-            self._index.delete(scope, names)
+            # only vectors it holds: a delete of an absent id would still write the id to
+            # Chroma's write log, where a purged entry must leave no trace
+            held = self._index.held(scope, names)
+            self._index.delete(scope, [n for n in names if n in held])
         for i in range(0, len(live), EMBED_BATCH):
             chunk = live[i : i + EMBED_BATCH]
             vectors = embed_entries(self._embedder, chunk, batch=EMBED_BATCH)
             rows: dict[str, builtins.list[IndexRow]] = {}
             for e in chunk:
-                held, matrix = vectors[(e.scope, e.name)]
-                rows.setdefault(e.scope, []).append(IndexRow(e.name, e.hash, held, matrix))
+                text_hash, matrix = vectors[(e.scope, e.name)]
+                rows.setdefault(e.scope, []).append(IndexRow(e.name, e.hash, text_hash, matrix))
             for scope, scope_rows in rows.items():
                 self._index.upsert(scope, scope_rows)
+
+    def purge(
+        self, scope: str, name: str, heads: tuple[str, str], *, padded: bool
+    ) -> tuple[int, builtins.list[str]]:
+        """A purge's part here, after the journal was rewritten: follow the new journal (its
+        head moved from ``heads[0]`` to ``heads[1]``; offsets kept when ``padded``, else every
+        vector is made again from the journal's start), delete ``scope/name``'s vector, rebuild
+        the scope's collection and scrub the Chroma files (:func:`purge_folder_vectors` without
+        opening the folder). Returns the vectors removed and one line per thing done.
+
+        Embedding and Chroma errors propagate (the purge's marker then stays, and the next
+        write or open finishes this part)."""
+        with self._lock:
+            held = len(self._index.held(scope, [name]))
+            if not padded:
+                self._drop_all()
+                self._head = ""
+            elif self._head == heads[0]:
+                self._head = heads[1]
+            self.catch_up()
+            out = _purge_index(self._index, self._folder, scope, name)
+            self._save_cursor()
+            return held, out
+
+    def holds(self, scope: str, name: str) -> bool:
+        """Whether the index holds a vector of ``scope/name`` (as it is now, without catching
+        up)."""
+        with self._lock:
+            return bool(self._index.held(scope, [name]))
 
     def search_vector(
         self, vector: npt.ArrayLike, *, limit: int, scopes: Sequence[str]

@@ -1,16 +1,18 @@
 """Opening a store that lives on servers: the journal in PostgreSQL (a DSN), the vectors on a
-Chroma server (``HOST:PORT``); no local folder (docs/storage.md#the-vector-index-over-postgresql).
+Chroma server; no local folder (docs/storage.md#the-vector-index-over-postgresql).
 
-The command line's ``--dsn`` (``$AGENTMEMORY_DSN``) and ``--chroma`` (``$AGENTMEMORY_CHROMA``)
-open stores with these functions, as ``--path`` opens a folder with ``open_store``.
+:func:`agentmemory.open_store` with ``dsn=`` (``$AGENTMEMORY_DSN``) and ``chroma_url=``
+(``$AGENTMEMORY_CHROMA_URL``) opens such a store through :func:`open_hosted_store`, and
+:func:`agentmemory.open_journal` with ``dsn=`` the journal alone through
+:func:`open_hosted_journal`; the command line's ``--dsn`` and ``--chroma-url`` go through them.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .errors import AgentMemoryError
-from .store_folder import embedder_for, get_embedder
+from .rules import DEFAULT_MAX_ENTRY_BYTES
+from .store_folder import DSN_ENV, choose_embedder, embedder_for, get_embedder
 
 if TYPE_CHECKING:
     from embedders import Embedder
@@ -18,102 +20,80 @@ if TYPE_CHECKING:
     from .chroma_store import ChromaStore
     from .postgres_store import PostgresStore
 
-__all__ = ["DSN_ENV", "hosted_prefix", "open_hosted_journal", "open_hosted_store", "parse_address"]
-
-DSN_ENV = "AGENTMEMORY_DSN"
-"""The environment variable holding the journal's DSN."""
+__all__ = ["DSN_ENV", "open_hosted_journal", "open_hosted_store"]
 
 
-def hosted_prefix(journal: PostgresStore) -> str:
-    """The collection prefix of the journal's vectors on a Chroma server: ``am-`` and the first
-    16 hex digits of its store id, so stores sharing one server never share a collection and
-    every process of one store finds the same ones."""
-    return "am-" + journal.store_id.replace("-", "")[:16]
-
-
-def parse_address(address: str) -> tuple[str, int]:
-    """``(host, port)`` of ``"HOST:PORT"`` (``http://`` allowed before it, IPv6 in brackets).
-
-    Raises:
-        AgentMemoryError: no port, or a port that is not a number from 1 to 65535.
-    """
-    text = address.strip().removeprefix("http://").rstrip("/")
-    host, sep, port = text.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
-        raise AgentMemoryError(
-            f"agentmemory: Chroma server address {address!r} is not HOST:PORT "
-            "(for example 127.0.0.1:8000)"
-        )
-    return host.strip("[]"), int(port)
-
-
-def open_hosted_journal(dsn: str) -> PostgresStore:
-    """The journal alone (no vectors, no model): a ``PostgresStore`` on ``dsn``.
+def open_hosted_journal(
+    dsn: str, *, max_entry_bytes: int = DEFAULT_MAX_ENTRY_BYTES, **options: Any
+) -> PostgresStore:
+    """The journal alone (no vectors, no model): a ``PostgresStore`` on ``dsn``, its content
+    bound ``max_entry_bytes`` (UTF-8 bytes); ``options`` are ``PostgresStore``'s
+    (``lock_timeout_s``, ...).
 
     Raises what :class:`~agentmemory.postgres_store.PostgresStore` raises
     (``StoreUnavailableError`` naming the database, never the password).
     """
     from .postgres_store import PostgresStore
 
-    return PostgresStore(dsn)
+    return PostgresStore(dsn, max_entry_bytes=max_entry_bytes, **options)
 
 
 def open_hosted_store(
     dsn: str,
-    chroma: str,
+    chroma_url: str,
     *,
     embedder: Embedder | str | None = None,
     reindex: bool = False,
+    max_entry_bytes: int = DEFAULT_MAX_ENTRY_BYTES,
+    read_only: bool = False,
+    **store_options: Any,
 ) -> ChromaStore:
     """A :class:`~agentmemory.ChromaStore` over the PostgreSQL journal at ``dsn`` with its
-    vectors on the Chroma server at ``chroma`` (``HOST:PORT``), collection prefix
-    :func:`hosted_prefix`, telemetry off.
+    vectors on the Chroma server at ``chroma_url`` (``HOST:PORT`` or ``http://HOST:PORT``,
+    :func:`agentmemory.chroma_server.parse_chroma_address`), collection prefix
+    :func:`agentmemory.chroma_index.store_prefix` of the journal's id, telemetry off. :func:`agentmemory.open_store` with ``dsn=`` calls it.
 
-    The embedder: the one given (an :class:`embedders.Embedder` or a registry name); else the
-    one whose fingerprint the journal records for this index (the same vectors, through
-    onnxruntime where possible); else the default embedder.
+    The embedder: the one given (an :class:`embedders.Embedder` or a registry name); else one
+    giving the vectors whose fingerprint the journal records for this index (through
+    onnxruntime where possible); else :func:`~agentmemory.store_folder.choose_embedder`'s
+    default (the rule every store uses). ``max_entry_bytes`` (UTF-8 bytes) and
+    ``lock_timeout_s`` (seconds, in ``store_options``) go to the ``PostgresStore``;
+    ``read_only`` and the other ``store_options`` (``fusion``, ``reranker``, ...) to the
+    ``ChromaStore``.
 
     Raises:
-        AgentMemoryError: ``chroma`` is not ``HOST:PORT``, or the Chroma server does not answer.
+        ChromaAddressError: ``chroma_url`` is not a Chroma server address.
+        ChromaServerError: the Chroma server does not answer.
         StoreUnavailableError: the database cannot be reached.
         EmbedderNameError, EmbedderMismatchError: as :func:`agentmemory.open_store`.
     """
-    import chromadb
-    from chromadb.config import Settings
-
-    import embedders
-
+    from .chroma_index import store_prefix
+    from .chroma_server import connect_url, parse_chroma_address
     from .chroma_store import ChromaStore
+    from .index_state import IndexStateKeys
 
-    host, port = parse_address(chroma)
-    journal = open_hosted_journal(dsn)
+    parse_chroma_address(chroma_url)  # a bad address is refused before any connection
+    journal_options = {k: store_options.pop(k) for k in ("lock_timeout_s",) if k in store_options}
+    journal = open_hosted_journal(dsn, max_entry_bytes=max_entry_bytes, **journal_options)
     try:
-        try:
-            client: Any = chromadb.HttpClient(
-                host=host, port=port, settings=Settings(anonymized_telemetry=False)
-            )
-            client.heartbeat()
-        except Exception as exc:
-            raise AgentMemoryError(
-                f"agentmemory: the Chroma server at {host}:{port} does not answer "
-                f"({type(exc).__name__}); start it (chroma run --host {host} --port {port}) "
-                "or give its address with --chroma"
-            ) from None
+        client = connect_url(chroma_url)
         if isinstance(embedder, str):
             chosen = get_embedder(embedder)
         elif embedder is not None:
             chosen = embedder
         else:
-            stored = journal.get_state(f"chroma-index:client:{hosted_prefix(journal)}:embedder")
+            keys = IndexStateKeys(embedded=False, prefix=store_prefix(journal.store_id))
+            stored = journal.get_state(keys.embedder)
             found = embedder_for(stored) if stored else None
-            chosen = found or get_embedder(embedders.DEFAULT_EMBEDDER)
+            chosen = found or choose_embedder(None)
         return ChromaStore(
             None,
             journal=journal,
             client=client,
-            collection_prefix=hosted_prefix(journal),
             embedder=chosen,
             reindex=reindex,
+            read_only=read_only,
+            **store_options,
         )
     except BaseException:
         journal.close()

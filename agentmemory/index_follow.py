@@ -212,6 +212,26 @@ class IndexFollower:
                 stacklevel=3,
             )
 
+    def warn_shorter_journal(self) -> None:
+        """Warn (:class:`~agentmemory.IndexOutOfStepWarning`) when the index holds vectors of
+        more entries than the journal has live ones: what a journal that lost its last records
+        looks like (an older copy restored, a WAL cut by a power loss), since the entries those
+        records made keep their vectors. One count per collection; call it after
+        :meth:`replay`, which has removed what a failed delete left behind. ``verify`` names
+        the entries (docs/storage.md#a-journal-shorter-than-its-index)."""
+        held = sum(self._index.count(scope) for scope in self._index.scopes())
+        live = self._journal.live_count()
+        if held > live:
+            warnings.warn(
+                f"agentmemory: store {self._where}: the vector index holds {held} entries and "
+                f"the journal only {live} live ones (last seq {self._journal.last_seq()}): the "
+                "journal may have lost records (an older copy restored, a cut write-ahead "
+                "log); the next writes reuse their seq numbers; run 'agentmemory verify' to "
+                "list the entries only the index knows, and restore the journal from a backup",
+                IndexOutOfStepWarning,
+                stacklevel=3,
+            )
+
     def clear_lost(self) -> None:
         """Forget the lost scopes (the index holds them again)."""
         if self._journal.get_state(self._keys.lost):

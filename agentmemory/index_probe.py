@@ -14,19 +14,29 @@ import subprocess
 import sys
 from pathlib import Path
 
-__all__ = ["PROBE_TIMEOUT_S", "probe_index"]
+from .errors import IndexReadOnlyError
+
+__all__ = ["PROBE_TIMEOUT_S", "READ_ONLY_STATUS", "probe_index"]
+
+READ_ONLY_STATUS = 3
+"""The probe child's exit status when Chroma may not write the folder (not damaged)."""
 
 PROBE_TIMEOUT_S = 120.0
 """How long the child process may take (it imports chromadb and loads every collection)."""
 
-_CHILD = "import sys; from agentmemory.index_probe import _probe_here; _probe_here(sys.argv[1])"
+_CHILD = "import sys; from agentmemory.index_probe import _probe_here; sys.exit(_probe_here(sys.argv[1]))"
 
 
 def probe_index(folder: Path, *, timeout_s: float = PROBE_TIMEOUT_S) -> str | None:
     """Open ``folder/chroma`` in a child process (taking the store's folder lock there) and search
     every collection once. Returns ``None`` when that worked or there is no ``chroma/``, else a
     one-line reason ("loading it crashed a probe process (SIGSEGV)"). Blocks for the child's
-    run: about 2 s here, most of it importing chromadb."""
+    run: about 2 s here, most of it importing chromadb.
+
+    Raises:
+        IndexReadOnlyError: the child found the folder's files may not be written (nothing is
+            damaged; ``folder`` names the store).
+    """
     if not (folder / "chroma").is_dir():
         return None
     try:
@@ -47,16 +57,25 @@ def probe_index(folder: Path, *, timeout_s: float = PROBE_TIMEOUT_S) -> str | No
         return f"loading it crashed a probe process ({name})"
     if done.returncode != 0:
         lines = done.stderr.strip().splitlines()
-        return (lines[-1] if lines else f"a probe process failed ({done.returncode})")[:300]
+        reason = (lines[-1] if lines else f"a probe process failed ({done.returncode})")[:300]
+        if done.returncode == READ_ONLY_STATUS:
+            raise IndexReadOnlyError(str(folder), "vector", reason)
+        return reason
     return None
 
 
-def _probe_here(folder: str) -> None:
-    """The child's work: open the folder as a store would, search each collection once."""
+def _probe_here(folder: str) -> int:
+    """The child's work: open the folder as a store would, search each collection once; the
+    exit status (0 when it worked; 1 with the reason on stderr when Chroma could not open it)."""
     from .chroma_registry import close_folder, open_folder
+    from .errors import IndexDamagedError
 
     where = Path(folder)
-    client = open_folder(where, timeout_s=5.0)
+    try:
+        client = open_folder(where, timeout_s=5.0)
+    except IndexDamagedError as exc:  # the reason alone: the parent wraps it in its own line
+        print(exc.detail, file=sys.stderr)
+        return READ_ONLY_STATUS if isinstance(exc, IndexReadOnlyError) else 1
     try:
         for listed in client.list_collections():
             name = listed if isinstance(listed, str) else listed.name
@@ -70,3 +89,4 @@ def _probe_here(folder: str) -> None:
             col.query(query_embeddings=[vectors[0]], n_results=1)
     finally:
         close_folder(where)
+    return 0

@@ -32,6 +32,7 @@ __all__ = [
     "DamagedLine",
     "append_records",
     "find_last_record",
+    "head_of",
     "journal_head",
     "parse_record",
     "scan_journal",
@@ -206,6 +207,13 @@ def journal_head(path: Path) -> str:
             data = f.read(HEAD_BYTES)
     except FileNotFoundError:
         return ""
+    return head_of(data)
+
+
+def head_of(data: bytes) -> str:
+    """:func:`journal_head` of a journal whose bytes (or first :data:`HEAD_BYTES` bytes) are
+    ``data``."""
+    data = data[:HEAD_BYTES]
     nl = data.find(b"\n")
     if nl < 0:
         if len(data) < HEAD_BYTES:

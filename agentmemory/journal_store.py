@@ -33,6 +33,11 @@ class JournalStore(Store, Protocol):
         """The file or database, for messages (never a password)."""
         ...
 
+    @property
+    def store_id(self) -> str:
+        """The store's random id, which names its vectors on a shared Chroma server."""
+        ...
+
     def put_many(self, entries: Iterable[Entry], *, session: str | None = None) -> list[Change]:
         """Put every entry in one transaction; all or nothing."""
         ...

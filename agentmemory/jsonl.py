@@ -14,11 +14,13 @@ is UTF-8; a leading byte order mark (U+FEFF) is skipped. Blank lines are skipped
 from __future__ import annotations
 
 import builtins
+import io
 import json
 import os
 import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import IO, Protocol
 
 from .entries import Change, Entry
@@ -37,6 +39,7 @@ __all__ = [
     "ImportReport",
     "Line",
     "export_entries",
+    "export_file",
     "import_entries",
     "read_entries",
 ]
@@ -183,6 +186,9 @@ class ImportReport:
         index_pending: the records written whose vector update failed (they count as imported;
             the index catches up at the store's next write or open, or on ``repair()``).
         index_error: the first error of those vector updates, or ``None``.
+        note: what the store said of the records written (:attr:`Change.note`: for a store
+            opened journal-only beside the process holding its vector index, that the holder
+            indexes them), the first batch's; ``""`` when it said nothing.
     """
 
     imported: int = 0
@@ -192,6 +198,7 @@ class ImportReport:
     last_seq: int = 0
     index_pending: list[Change] = field(default_factory=list)
     index_error: BaseException | None = None
+    note: str = ""
 
 
 def _unchanged(store: _BulkStore, entry: Entry) -> bool:
@@ -247,6 +254,7 @@ def import_entries(
         for c in changes:
             report.scopes[c.entry.scope] = report.scopes.get(c.entry.scope, 0) + 1
         if changes:
+            report.note = report.note or changes[0].note
             report.first_seq = report.first_seq or changes[0].seq
             report.last_seq = changes[-1].seq
         report.imported += len(changes)
@@ -278,3 +286,19 @@ def export_entries(store: _Listing, out: IO[str], scopes: Sequence[str] = ()) ->
             out.write(encode_entry(entry) + "\n")
             written += 1
     return written
+
+
+def export_file(store: _Listing, path: str | os.PathLike[str], scopes: Sequence[str] = ()) -> int:
+    """:func:`export_entries` into the file ``path`` (``~`` expanded), written whole or not at
+    all: the file is replaced atomically (:func:`agentmemory.atomic_write.write_atomic`) once
+    every line is made, so a failed export leaves an existing file as it was. Returns how many
+    entries were written.
+
+    Raises what :func:`export_entries` raises, and ``OSError`` when the file cannot be written.
+    """
+    from .atomic_write import write_atomic
+
+    text = io.StringIO(newline="")
+    count = export_entries(store, text, scopes)
+    write_atomic(Path(path).expanduser().absolute(), text.getvalue().encode("utf-8"))
+    return count

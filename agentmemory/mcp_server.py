@@ -4,8 +4,9 @@ It offers the four tools of :func:`agentmemory.tools` (schemas, descriptions and
 they are), the rendered memory block as the resource ``memory://block`` (Markdown), and the
 per-turn part as the prompt ``memory-recall``, which takes the turn's ``hint`` (the latest user
 message) and returns one user message holding the entries recalled for it
-(:func:`agentmemory.recall_part`, ``docs/kinds.md#the-per-turn-part``). Its
-``instructions`` are :func:`agentmemory.usage`. ``agentmemory mcp --path DIR --scope user --scope
+(:func:`agentmemory.recall_part`, ``docs/kinds.md#the-per-turn-part``); with ``neutralise``
+(``agentmemory mcp --neutralise``) both make entries' headings of level 1 to 3 level 4
+(``docs/kinds.md#memory-is-data``). Its ``instructions`` are :func:`agentmemory.usage`. ``agentmemory mcp --path DIR --scope user --scope
 project`` runs it over stdio (see :mod:`agentmemory.cli`).
 
 A ``memory_save`` is built on the block the client last read through ``memory://block``: the
@@ -83,6 +84,11 @@ class MemoryServer:
             ``type`` lists its kinds. ``None`` (default): the block shows every entry, and the
             prompt uses the default policy.
         recall_bytes: the bound of the per-turn part, in UTF-8 bytes (default 8192).
+        neutralise: ``True``: headings of level 1 to 3 inside entries are made level 4 in the
+            block and the per-turn part, so a saved entry cannot forge their structure
+            (docs/kinds.md#memory-is-data), and the block's manifest names those entries in
+            ``neutralised`` (saves are built on the stored hashes all the same). Default
+            ``False``: the contract's bytes.
 
     Raises:
         ToolConfigError: (a ``ValueError``) for scopes the tools refuse.
@@ -99,10 +105,12 @@ class MemoryServer:
         search_bytes: int = DEFAULT_SEARCH_BYTES,
         policy: KindRegistry | None = None,
         recall_bytes: int = DEFAULT_RECALL_BYTES,
+        neutralise: bool = False,
     ) -> None:
         self.store = store
         self.policy = policy
         self.recall_bytes = recall_bytes
+        self.neutralise = neutralise
         self._lock = threading.Lock()
         self._turns = anyio.Lock()  # first in, first out: calls run in the order they came
         self._shown: Manifest | None = None
@@ -140,6 +148,7 @@ class MemoryServer:
             self.block_scopes,
             max_total_bytes=self.max_total_bytes,
             policy=self.policy,
+            neutralise=self.neutralise,
         )
         self._shown = manifest
         return text
@@ -147,7 +156,12 @@ class MemoryServer:
     def recalled(self, hint: str) -> str:
         """The per-turn part for ``hint`` (``memory-recall``), or :data:`NOTHING_RECALLED`."""
         part, _ = recall_part(
-            self.store, self.block_scopes, hint, max_bytes=self.recall_bytes, policy=self.policy
+            self.store,
+            self.block_scopes,
+            hint,
+            max_bytes=self.recall_bytes,
+            policy=self.policy,
+            neutralise=self.neutralise,
         )
         return part.text if part is not None else NOTHING_RECALLED
 
@@ -257,7 +271,8 @@ class MemoryServer:
             raise MCPError(
                 types.INVALID_PARAMS, f"prompt {RECALL_PROMPT} needs the argument hint (text)"
             )
-        text = await anyio.to_thread.run_sync(self._recalled_locked, hint)
+        async with self._turns:  # in order with the calls and reads sent before it
+            text = await anyio.to_thread.run_sync(self._recalled_locked, hint)
         return types.GetPromptResult(
             description="Memory recalled for this turn",
             messages=[types.PromptMessage(role="user", content=types.TextContent(text=text))],

@@ -83,6 +83,11 @@ class MemStore:
         found.sort(key=lambda e: e.name.encode())
         return [e.copy() for e in found]
 
+    def scopes(self) -> builtins.list[str]:
+        """The scopes holding at least one live entry, sorted (byte order); ``[]`` when none."""
+        with self._lock:
+            return sorted({s for s, _ in self._live}, key=str.encode)
+
     def put(
         self,
         entry: Entry,

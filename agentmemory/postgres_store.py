@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import builtins
 import json
+import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
@@ -47,8 +48,15 @@ from psycopg.conninfo import conninfo_to_dict
 from recallers import DEFAULT_TOKENIZER, TOKENIZER_STATE_KEY, BM25Recaller, Hit, Tokenizer
 from recallers.pg_bm25 import PG_LEXICAL_TABLES, TOP_KEYS_SQL, PgBM25Index, create_pg_tables
 
-from .entries import REDACTED, SOURCE_PURGED, Change, Entry
-from .erasure import ErasureCheck, PurgeReceipt, check_purge, purge_record, redact_history
+from .entries import Change, Entry
+from .erasure import (
+    ErasureCheck,
+    PurgeReceipt,
+    check_purge,
+    history_copies,
+    purge_record,
+    redact_history,
+)
 from .errors import (
     AgentMemoryError,
     NotFoundError,
@@ -167,6 +175,17 @@ PG_MIGRATIONS: builtins.list[PgMigration] = [
 """The schema steps in order. Append new ones; never edit or reorder an applied one."""
 
 
+logger = logging.getLogger(__name__)
+
+PURGE_PENDING_PREFIX = "purge:pending:"
+"""``store_state`` keys ``purge:pending:<seq of the purged record>`` (value ``"<scope>/<name>"``):
+written in a purge's transaction, removed once its ``VACUUM FULL`` has run, so an open that finds
+one runs the vacuum a killed purge did not (docs/storage.md#purge-and-the-files)."""
+
+PURGE_VACUUM_TABLES = ("memory_journal", "memory_entries", *PG_LEXICAL_TABLES)
+"""The tables a purge's ``VACUUM FULL`` rewrites: every one that held the entry's content."""
+
+
 def dsn_where(dsn: str) -> str:
     """``postgresql://user@host:port/dbname`` for a libpq DSN (key/value or URI form), naming
     the database without the password; parts the DSN leaves out are left out (libpq's defaults
@@ -281,10 +300,12 @@ class PostgresStore:
         self._staged: dict[str, str] = {}  # deferred set_state values, under _wlock
         self._writer: Conn | None = None
         self._reader: Conn | None = None
+        self._recovery: str | None = None
         try:
             self._writer = self._connect()
             self._migrate(self._writer)
             self._sync_lexicon()
+            self._finish_purges()
         except BaseException:
             self.close()
             raise
@@ -836,14 +857,12 @@ class PostgresStore:
                 " FROM unnest(%s::bigint[], %s::text[]) AS k(s, l) WHERE j.seq = k.s",
                 ([c.seq for c in redacted], [encode_change(c) for c in redacted]),
             )
+            self._put_state(conn, f"{PURGE_PENDING_PREFIX}{record.seq}", f"{scope}/{name}")
             done.update(tomb=out[0] if stored is not None else None, redacted=redacted)
             return [record]  # its line is not rewritten: the commit check reads it back
 
         (record,) = self._write_changes(f"the purge of {scope}/{name}", run)
-        tables = ["memory_journal", "memory_entries", *PG_LEXICAL_TABLES]
-        with self._wlock:
-            conn = self._conn("writer")
-            conn.execute("VACUUM FULL " + ", ".join(tables))
+        self._vacuum_after_purge([f"{PURGE_PENDING_PREFIX}{record.seq}"])
         tomb = done["tomb"]
         return PurgeReceipt(
             scope=scope,
@@ -854,18 +873,64 @@ class PostgresStore:
             redacted=tuple(c.seq for c in done["redacted"]),
             index_rows=0 if tomb is None else 1,
             rewritten=(
-                f"VACUUM FULL {', '.join(tables)}; the server's WAL and backups are out of reach",
+                f"VACUUM FULL {', '.join(PURGE_VACUUM_TABLES)}; the server's WAL and backups are "
+                "out of reach",
             ),
         )
 
+    def _vacuum_after_purge(self, pending: Sequence[str]) -> None:
+        """``VACUUM FULL`` the tables that held a purged entry (dead row versions keep its
+        bytes until then), then remove the ``pending`` purge keys from ``store_state``."""
+        with self._wlock:
+            conn = self._conn("writer")
+            conn.execute("VACUUM FULL " + ", ".join(PURGE_VACUUM_TABLES))
+            conn.execute("DELETE FROM store_state WHERE key = ANY(%s)", (list(pending),))
+
+    def _finish_purges(self) -> None:
+        """At open: run the ``VACUUM FULL`` of every purge that committed and was stopped
+        before its vacuum (a ``purge:pending:`` key left), and say so in :attr:`recovery`."""
+        conn = self._conn("writer")
+        rows = conn.execute(
+            "SELECT key, value FROM store_state WHERE key LIKE %s ORDER BY key",
+            (PURGE_PENDING_PREFIX + "%",),
+        ).fetchall()
+        if not rows:
+            return
+        keys = ", ".join(sorted({str(v) for _, v in rows}))
+        try:
+            self._vacuum_after_purge([str(k) for k, _ in rows])
+        except psycopg.Error as err:  # a role that may not vacuum: open anyway, and say so
+            self._recovery = (
+                f"found an interrupted purge of {keys} whose VACUUM FULL has not run, and could "
+                f"not run it ({_one_line(err)}); open the store as the tables' owner to finish it"
+            )
+            logger.warning("agentmemory: store %s: %s", self._where, self._recovery)
+            return
+        self._recovery = (
+            f"finished an interrupted purge of {keys}: its transaction had committed (the "
+            f"journal records were redacted); VACUUM FULL of {', '.join(PURGE_VACUUM_TABLES)} "
+            "ran now"
+        )
+        logger.warning("agentmemory: store %s: %s", self._where, self._recovery)
+
+    @property
+    def recovery(self) -> str | None:
+        """What opening this handle did about a purge a killed process left: ``"finished ..."``
+        (its transaction had committed and its ``VACUUM FULL`` had not run; it ran now), or
+        ``None``. A purge killed before its commit wrote nothing and needs no recovery."""
+        return self._recovery
+
     def verify_erased(self, scope: str, name: str) -> ErasureCheck:
         """Check that no row of this store's tables keeps ``scope/name``'s content: its journal
-        records (each redacted, or a ``purged`` record), the live entries and the lexical
-        index's documents. The server's files are not looked at."""
+        records (each redacted, or a ``purged`` record), the live entries, the lexical index's
+        documents, a purge whose ``VACUUM FULL`` has not run (a ``purge:pending:`` key: its
+        dead row versions still hold the old bytes), and, when the database has the
+        ``pgstattuple`` extension, the dead row versions of ``memory_journal`` (only a purge's
+        redaction or an aborted write leaves one there). ``pg_stat_user_tables.n_dead_tup``
+        is not used: ``VACUUM FULL`` does not reset it (measured on PostgreSQL 15), so it would
+        report copies that are gone. The server's files, WAL and backups are not looked at
+        (docs/storage.md#purge-and-the-files)."""
         check_scope(scope)
-        found: builtins.list[str] = []
-        kept: builtins.list[int] = []
-        purged = False
         with self._read() as conn:
             rows = conn.execute(
                 "SELECT seq, line FROM memory_journal WHERE scope = %s AND name = %s ORDER BY seq",
@@ -874,24 +939,42 @@ class PostgresStore:
             live = conn.execute(
                 "SELECT 1 FROM memory_entries WHERE scope = %s AND name = %s", (scope, name)
             ).fetchone()
-        for seq, line in rows:
-            c = decode_change(str(line), seq=int(seq))
-            if c.source == SOURCE_PURGED:
-                purged = True
-            elif not (c.redacted and c.entry.content == REDACTED and not c.entry.meta):
-                kept.append(int(seq))
-        if kept:
-            found.append(f"journal records {' '.join(map(str, kept))} keep their content")
-        if rows and not purged:
-            found.append("no purged record in the journal")
+            pending = conn.execute(
+                "SELECT value FROM store_state WHERE key LIKE %s ORDER BY key",
+                (PURGE_PENDING_PREFIX + "%",),
+            ).fetchall()
+            counted = conn.execute(
+                "SELECT 1 FROM pg_extension WHERE extname = 'pgstattuple'"
+            ).fetchone()
+            dead = None
+            if counted is not None:
+                dead = conn.execute(
+                    "SELECT dead_tuple_count FROM pgstattuple('memory_journal')"
+                ).fetchone()
+        found = history_copies(decode_change(str(line), seq=int(seq)) for seq, line in rows)
         if live is not None:
             found.append("a live entry")
         if self._lexicon_holds(scope, name):
             found.append("a lexical index row")
+        if pending:
+            found.append(
+                f"a purge whose VACUUM FULL has not run ({', '.join(str(v) for (v,) in pending)}):"
+                " dead row versions keep the old bytes until the next open"
+            )
+        if dead is not None and int(dead[0]):
+            found.append(
+                f"{int(dead[0])} dead row versions in memory_journal that may hold old bytes "
+                "(VACUUM FULL not run since)"
+            )
         looked = (
             f"journal records of {scope}/{name}",
             "live entries (memory_entries)",
             "lexical index",
+            "pending purges (store_state purge:pending:*)",
+            "dead row versions of memory_journal (pgstattuple)"
+            if counted is not None
+            else "dead row versions of memory_journal: not counted (install the pgstattuple "
+            "extension in the database to count them)",
         )
         return ErasureCheck(scope, name, looked, tuple(found))
 

@@ -7,11 +7,18 @@ chosen by ``format="markdown"`` or found by its ``journal.jsonl``. :func:`open_s
 and chooses the embedder; :func:`open_journal` opens the journal alone, for reads that need no
 model. The command line, the MCP server, the demo and the evaluation open stores through them.
 
-The embedder rule (:func:`open_store` with ``embedder=None``): the default model,
-:data:`embedders.DEFAULT_EMBEDDER` (the packaged all-MiniLM-L6-v2), run through onnxruntime when
-that gives the same vectors (``onnx:all-MiniLM-L6-v2``: a cold start of about 0.4 s instead of 5 to
-13 s for sentence-transformers; ``embedders.same_vectors``), indexes a new store and opens one
-indexed with that model by either runtime. A store indexed with another model is opened with that
+A store on servers has no folder: ``dsn=`` (or ``$AGENTMEMORY_DSN`` when no folder is named)
+puts the journal in PostgreSQL, and ``chroma_url=`` (or ``$AGENTMEMORY_CHROMA_URL``) names the
+Chroma server holding its vectors (:mod:`agentmemory.hosted_store`,
+docs/storage.md#the-vector-index-over-postgresql). Every Chroma server address is read by
+:func:`agentmemory.chroma_server.parse_chroma_address`.
+
+The embedder rule (:func:`open_store` with ``embedder=None``, folder or servers): the packaged
+all-MiniLM-L6-v2 run through onnxruntime (:data:`embedders.ONNX_EMBEDDER`: a cold start of about
+0.4 s instead of 5 to 13 s), else through sentence-transformers (:data:`embedders.DEFAULT_EMBEDDER`)
+when onnxruntime cannot run it here (:func:`choose_embedder`; the two give the same vectors,
+``embedders.same_vectors``), indexes a new store and opens one indexed with that model by either
+runtime. A store indexed with another model is opened with that
 model (through onnxruntime when that gives its vectors, else as its fingerprint names it). A named
 embedder is taken when it gives the store's vectors and refused otherwise
 (:class:`~agentmemory.EmbedderMismatchError`); ``reindex=True`` with a named embedder switches.
@@ -21,11 +28,13 @@ from __future__ import annotations
 
 import os
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .chroma_store import JOURNAL_FILE, ChromaStore
 from .errors import (
+    ChromaAddressError,
     EmbedderMismatchError,
     EmbedderNameError,
     IndexOutOfStepWarning,
@@ -39,16 +48,25 @@ from .sqlite_store import SqliteStore
 if TYPE_CHECKING:
     from embedders import Embedder
 
+    from .chroma_server import ServerRecord
+    from .postgres_store import PostgresStore
+
 __all__ = [
+    "CHROMA_ENV_ALIAS",
     "CHROMA_URL_ENV",
+    "DSN_ENV",
     "SHARED_ENV",
     "STORE_FORMATS",
+    "FolderServer",
     "choose_embedder",
+    "chroma_server_url",
     "default_store_path",
     "embedder_for",
     "get_embedder",
+    "journal_dsn",
     "open_journal",
     "open_store",
+    "start_folder_server",
     "store_folder",
     "store_format",
 ]
@@ -78,7 +96,16 @@ SHARED_ENV = "AGENTMEMORY_SHARED"
 folder's Chroma server when none runs (docs/storage.md#several-processes)."""
 
 CHROMA_URL_ENV = "AGENTMEMORY_CHROMA_URL"
-"""Environment variable naming a Chroma server (``http://host:port``) for :func:`open_store`."""
+"""Environment variable naming the Chroma server of :func:`open_store` when ``chroma_url`` is not
+given: ``HOST:PORT`` or ``http://HOST:PORT`` (docs/storage.md#the-chroma-server-address)."""
+
+CHROMA_ENV_ALIAS = "AGENTMEMORY_CHROMA"
+"""The older name of :data:`CHROMA_URL_ENV`, read when that one is unset or empty (kept so
+existing configurations go on working)."""
+
+DSN_ENV = "AGENTMEMORY_DSN"
+"""Environment variable holding the PostgreSQL journal's DSN, read by :func:`open_store` and
+:func:`open_journal` when neither ``dsn`` nor a folder (``path``, ``format``) is given."""
 
 
 def default_store_path() -> Path:
@@ -117,20 +144,83 @@ def _existing(path: str | os.PathLike[str] | None) -> Path:
     return folder
 
 
+def journal_dsn(
+    path: str | os.PathLike[str] | None = None,
+    *,
+    format: str | None = None,
+    dsn: str | None = None,
+) -> str | None:
+    """The DSN of the PostgreSQL journal :func:`open_store` and :func:`open_journal` open, or
+    ``None`` for a store folder: ``dsn`` when given; else, when no folder is named (``path`` and
+    ``format`` ``None``), ``$AGENTMEMORY_DSN`` (:data:`DSN_ENV`); else ``None``. An empty string
+    is not a DSN (as an unset variable).
+
+    Raises:
+        ValueError: ``dsn`` is given together with ``path`` or ``format`` (a store is a folder
+            or a database, not both).
+    """
+    if dsn:
+        if path is not None or format is not None:
+            named = "path" if path is not None else "format"
+            value = str(path if path is not None else format)
+            raise ValueError(
+                f"dsn= and {named}={value!r} were both given; a store is a folder (path, "
+                "format) or a PostgreSQL journal (dsn), not both"
+            )
+        return dsn
+    if path is None and format is None:
+        return os.environ.get(DSN_ENV) or None
+    return None
+
+
+def chroma_server_url(chroma_url: str | None = None) -> str | None:
+    """The Chroma server :func:`open_store` connects to, as ``http(s)://HOST:PORT``: ``chroma_url``
+    when given, else ``$AGENTMEMORY_CHROMA_URL`` (:data:`CHROMA_URL_ENV`), else
+    ``$AGENTMEMORY_CHROMA`` (:data:`CHROMA_ENV_ALIAS`); ``None`` when none is (an empty value is
+    none). Each is read by :func:`agentmemory.chroma_server.parse_chroma_address`.
+
+    Raises:
+        ChromaAddressError: the address is not ``HOST:PORT`` or ``http(s)://HOST[:PORT]``
+            (the message names it).
+    """
+    from .chroma_server import parse_chroma_address
+
+    address = (
+        chroma_url or os.environ.get(CHROMA_URL_ENV) or os.environ.get(CHROMA_ENV_ALIAS) or None
+    )
+    return parse_chroma_address(address).url if address is not None else None
+
+
 def open_journal(
-    path: str | os.PathLike[str] | None = None, *, format: str | None = None
-) -> SqliteStore | FileStore:
+    path: str | os.PathLike[str] | None = None,
+    *,
+    format: str | None = None,
+    dsn: str | None = None,
+) -> SqliteStore | FileStore | PostgresStore:
     """Open the journal of the existing store in folder ``path`` alone: no vector index, no model,
     no folder lock, so it is fast and safe beside a process that holds the store (an ``agentmemory
     mcp``). Reads (``get``, ``list``, ``journal``, ``render``, BM25 ``recall``) need nothing more.
 
     ``path`` ``None`` is :func:`default_store_path`. A Markdown folder (``format="markdown"``,
     or found by its ``journal.jsonl``, :func:`store_format`) opens as a
-    :class:`~agentmemory.FileStore` without vectors. The caller closes the store (it is a
-    context manager). Raises :class:`~agentmemory.NoStoreError` when the folder holds no store
-    (nothing is created), and what :class:`~agentmemory.SqliteStore` raises for a file it
+    :class:`~agentmemory.FileStore` without vectors. With ``dsn`` (or ``$AGENTMEMORY_DSN`` when
+    neither ``path`` nor ``format`` is given, :func:`journal_dsn`) the journal is the
+    :class:`~agentmemory.postgres_store.PostgresStore` there, BM25 recall included (its tables
+    are made on first open). The caller closes the store (it is a context manager).
+
+    Raises:
+        NoStoreError: the folder holds no store (nothing is created).
+        ValueError: ``dsn`` together with ``path`` or ``format``.
+        StoreUnavailableError: the database cannot be reached (naming it, never the password).
+
+    Also what :class:`~agentmemory.SqliteStore` and ``PostgresStore`` raise for a store they
     cannot read.
     """
+    found = journal_dsn(path, format=format, dsn=dsn)
+    if found is not None:
+        from .hosted_store import open_hosted_journal
+
+        return open_hosted_journal(found)
     if store_format(path, format) == "markdown":
         return FileStore(_existing_markdown(path))
     return SqliteStore(_existing(path) / JOURNAL_FILE)
@@ -203,13 +293,22 @@ def open_store(
     shared: bool | None = None,
     chroma_url: str | None = None,
     read_only: bool = False,
+    dsn: str | None = None,
     **store_options: Any,
 ) -> ChromaStore | FileStore:
-    """Open the store in folder ``path`` (journal and vector index) with the embedder chosen by the
-    rule in the module docstring. The caller closes it (it is a context manager).
+    """Open the store in folder ``path``, or the one whose journal is in PostgreSQL at ``dsn``
+    (journal and vector index), with the embedder chosen by the rule in the module docstring.
+    The caller closes it (it is a context manager).
+
+    ``open_store(dsn=..., chroma_url="HOST:PORT")`` is the store for several hosts: the
+    PostgreSQL journal and its vectors on that Chroma server, no local folder
+    (:func:`agentmemory.hosted_store.open_hosted_store`). Without a Chroma server it raises
+    :class:`~agentmemory.ChromaAddressError` saying so; :func:`open_journal` with ``dsn`` opens
+    the journal alone (BM25 recall).
 
     Args:
-        path: the store folder; ``None`` is :func:`default_store_path`.
+        path: the store folder; ``None`` is :func:`default_store_path` (or, with
+            ``$AGENTMEMORY_DSN`` set and no ``format``, that journal: :func:`journal_dsn`).
         embedder: ``None`` for the rule's choice, a registry name, or an :class:`embedders.Embedder`.
             A named or given embedder must give the store's vectors.
         create: ``True`` creates the folder and an empty store when there is none; ``False``
@@ -228,14 +327,25 @@ def open_store(
         shared: start the folder's own Chroma server when none runs and connect to it
             (docs/storage.md#several-processes); ``None`` takes ``$AGENTMEMORY_SHARED``
             (``1`` is on). A server the folder records as running is used either way.
-        chroma_url: the Chroma server to use instead (``http://host:port``); ``None`` takes
-            ``$AGENTMEMORY_CHROMA_URL``.
+        chroma_url: the Chroma server holding the vectors, ``HOST:PORT`` or
+            ``http://HOST:PORT``, instead of the folder's own (needed with ``dsn``); ``None``
+            takes ``$AGENTMEMORY_CHROMA_URL``, else ``$AGENTMEMORY_CHROMA``
+            (:func:`chroma_server_url`).
         read_only: open to read (search, get, list, render): never wait on another process's
             hold of the embedded folder, and replay nothing into the index.
+        dsn: the PostgreSQL journal's DSN (libpq form; the password belongs in ``~/.pgpass`` or
+            ``PGPASSWORD``), instead of ``path`` and ``format``; ``None`` takes
+            ``$AGENTMEMORY_DSN`` when no folder is named. With ``dsn``, ``create`` (the tables
+            are made on first open) and ``shared`` (there is no folder server) are not used.
         **store_options: passed to :meth:`ChromaStore.open` (``lock_timeout_s``,
-            ``busy_timeout_s``, ``fusion``, ``client``, ...).
+            ``busy_timeout_s``, ``fusion``, ``client``, ...); with ``dsn``, to
+            :func:`~agentmemory.hosted_store.open_hosted_store`.
 
     Raises:
+        ValueError: ``dsn`` together with ``path`` or ``format``.
+        ChromaAddressError: ``chroma_url`` (or its variable) is not a Chroma server address,
+            or ``dsn`` has none.
+        StoreUnavailableError: the database at ``dsn`` cannot be reached.
         NoStoreError: ``path`` is a file, or (``create=False``) holds no store.
         EmbedderNameError: ``embedder`` names nothing the registry builds.
         EmbedderMismatchError: the store was indexed with other vectors than the named or given
@@ -251,13 +361,35 @@ def open_store(
     Also what :meth:`ChromaStore.open` raises. An :class:`~agentmemory.IndexOutOfStepWarning` is
     issued (``warnings.warn``) when the index misses what the journal holds.
     """
+    found_dsn = journal_dsn(path, format=format, dsn=dsn)
+    chroma_url = chroma_server_url(chroma_url)
+    if found_dsn is not None:
+        if chroma_url is None:
+            raise ChromaAddressError(
+                None,
+                "a store whose journal is in PostgreSQL (dsn=, $AGENTMEMORY_DSN) keeps its "
+                "vectors on a Chroma server: give chroma_url='HOST:PORT' (or "
+                "$AGENTMEMORY_CHROMA_URL), or open the journal alone with open_journal(dsn=...) "
+                "for BM25 recall",
+            )
+        from .hosted_store import open_hosted_store
+
+        return open_hosted_store(
+            found_dsn,
+            chroma_url,
+            embedder=embedder,
+            reindex=reindex,
+            max_entry_bytes=max_entry_bytes,
+            read_only=read_only,
+            **store_options,
+        )
     markdown = store_format(path, format) == "markdown"
     folder = store_folder(path) if create else (_existing_markdown if markdown else _existing)(path)
     if shared is None:
         shared = os.environ.get(SHARED_ENV, "").strip().lower() in ("1", "true", "yes", "on")
-    if chroma_url is None:
-        chroma_url = os.environ.get(CHROMA_URL_ENV) or None
     store_options.setdefault("journal_only_when_held", True)
+    if not reindex:  # a rebuild needs to know (agentmemory.index_damage moves it aside)
+        store_options.setdefault("journal_only_when_damaged", True)
     if read_only:
         store_options.setdefault("lock_timeout_s", 0.0)
         store_options["read_only"] = True
@@ -322,3 +454,49 @@ def open_store(
             if own is not None:
                 return attempt(own)
         raise
+
+
+@dataclass(frozen=True, slots=True)
+class FolderServer:
+    """What :func:`start_folder_server` found or started.
+
+    Attributes:
+        record: the server as the folder records it (``chroma-server/server.json``).
+        started: ``True`` when this call started it, ``False`` when one was running already.
+    """
+
+    record: ServerRecord
+    started: bool
+
+
+def start_folder_server(
+    path: str | os.PathLike[str] | None = None, *, port: int | None = None
+) -> FolderServer:
+    """Start the Chroma server of the store folder ``path`` (``None``: :func:`default_store_path`)
+    unless one runs (:func:`agentmemory.chroma_server.start_server` on 127.0.0.1, ``port`` or a
+    free one, detached; docs/storage.md#the-folders-chroma-server). A server this call started
+    is given the folder's journal at once (the store is opened on it and closed, which indexes
+    every live entry there), so readers, which replay nothing, find every entry by meaning from
+    the first search.
+
+    A record whose process is gone is reported (:class:`~agentmemory.ServerRecordWarning`) and
+    replaced; opening the store may warn :class:`~agentmemory.IndexOutOfStepWarning`.
+
+    Raises:
+        NoStoreError: ``path`` is a file.
+        ChromaServerError: the server could not be started (``port`` taken, no answer).
+        StoreLockedError: another process kept the start lock too long.
+
+    Also what :func:`open_store` raises when indexing the journal.
+    """
+    from .chroma_server import live_record, start_server
+
+    folder = store_folder(path)
+    before = live_record(folder)
+    if before is not None:
+        return FolderServer(before, started=False)
+    record = start_server(folder, port=port)
+    if (folder / JOURNAL_FILE).is_file():
+        with open_store(folder, create=False, format="sqlite"):
+            pass
+    return FolderServer(record, started=True)

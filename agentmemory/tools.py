@@ -32,6 +32,7 @@ from .errors import (
     AgentMemoryError,
     ConflictError,
     IndexDamagedError,
+    IndexReadOnlyError,
     IndexWriteError,
     InvalidEntryError,
     NotFoundError,
@@ -41,9 +42,10 @@ from .errors import (
 from .kinds import KIND_META, KindRegistry
 from .manifest import Manifest
 from .rules import check_scope, valid_name
+from .save_entry import meta_for_save
 from .session import provenance
 from .store import EmptyQueryError, Store
-from .validity import META_SUPERSEDES
+from .validity import META_SUPERSEDES, superseded_entry
 from .wire import go_quote
 
 if TYPE_CHECKING:  # jsonschema is imported when the first Tool is built, not by import agentmemory
@@ -59,6 +61,7 @@ __all__ = [
     "Tool",
     "ToolConfigError",
     "ToolResult",
+    "check_tool_scopes",
     "tools",
 ]
 
@@ -421,16 +424,7 @@ def tools(
             read scope that is not kebab-case or is given twice; a scope both writable and
             read-only; ``search_limit`` or ``search_bytes`` under 1.
     """
-    writable = _check_scopes(scopes, "scope")
-    readable = _check_scopes(read_scopes, "read scope", allow_none=True)
-    if not writable:
-        raise ToolConfigError("agentmemory.tools: no scopes; give at least one writable scope")
-    for r in readable:
-        if r in writable:
-            raise ToolConfigError(
-                f"agentmemory.tools: scope {go_quote(r)} is both writable and read-only; "
-                "name it in scopes or in read_scopes, not both"
-            )
+    writable, readable = check_tool_scopes(scopes, read_scopes)
     for what, value in (("search_limit", search_limit), ("search_bytes", search_bytes)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ToolConfigError(f"agentmemory.tools: {what} is {value!r}; it must be at least 1")
@@ -441,6 +435,30 @@ def tools(
     kit = _Kit(store, writable, readable, rendered, search_limit, search_bytes)
     kit.kinds = (kinds if kinds is not None else KindRegistry()).kinds()
     return [kit.save_tool(), kit.patch_tool(), kit.forget_tool(), kit.search_tool()]
+
+
+def check_tool_scopes(
+    scopes: Sequence[str], read_scopes: Sequence[str] = ()
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The writable and the read-only scopes of :func:`tools`, checked as it checks them, so a
+    caller can refuse a bad configuration before it opens (or creates) a store
+    (``agentmemory mcp`` does).
+
+    Raises:
+        ToolConfigError: no scopes; ``scopes`` or ``read_scopes`` given as one string; a scope
+            that is not kebab-case or is given twice; a scope both writable and read-only.
+    """
+    writable = _check_scopes(scopes, "scope")
+    readable = _check_scopes(read_scopes, "read scope", allow_none=True)
+    if not writable:
+        raise ToolConfigError("agentmemory.tools: no scopes; give at least one writable scope")
+    for r in readable:
+        if r in writable:
+            raise ToolConfigError(
+                f"agentmemory.tools: scope {go_quote(r)} is both writable and read-only; "
+                "name it in scopes or in read_scopes, not both"
+            )
+    return writable, readable
 
 
 def _check_scopes(scopes: Sequence[str], what: str, *, allow_none: bool = False) -> tuple[str, ...]:
@@ -525,7 +543,7 @@ class _Kit:
                 "until the store catches up; do not repeat the call"
             )
             return exc.changes[-1], note
-        return change, (f"; {change.note}" if change.note else "")
+        return change, (f"; {self._hide_paths(change.note)}" if change.note else "")
 
     def _writer(
         self, name: str, body: Callable[[Mapping[str, Any]], ToolResult]
@@ -611,32 +629,21 @@ class _Kit:
         except NotFoundError:
             stored = None
         given = args.get("meta")
-        if given is not None:
-            meta: dict[str, str] | None = dict(given) or None
-        else:
-            meta = dict(stored.meta) if stored is not None and stored.meta else None
+        added: dict[str, str] = {}  # set on top of the meta kept or given
         kind = args.get("type")
         if kind is not None:
-            meta = {**(meta or {}), KIND_META: str(kind)}
-            given = meta  # the call set the meta: say so in the result line
+            added[KIND_META] = str(kind)
         retires = args.get("supersedes")
         retired: Entry | None = None
         if retires is not None:
-            retires = check_scope(retires, what="supersedes")
-            if retires == name:
-                raise _Refused(
-                    f"supersedes names {scope}/{name} itself; name the entry this one makes out "
-                    "of date"
-                )
-            try:
-                retired = self.store.get(scope, retires)
-            except NotFoundError:
-                raise _Refused(
-                    f"supersedes names {scope}/{retires}, which does not exist; name an entry "
-                    f"of scope {scope}, or leave supersedes out"
-                ) from None
-            meta = {**(meta or {}), META_SUPERSEDES: retires}
-            given = meta
+            try:  # the checks `agentmemory save --supersedes` makes too
+                retired = superseded_entry(self.store, scope, name, retires)
+            except InvalidEntryError as exc:
+                raise _Refused(exc.detail) from None
+            added[META_SUPERSEDES] = retired.name
+        meta = meta_for_save(stored, given, added)  # the rule `agentmemory save` keeps too
+        if added:
+            given = meta  # the call set the meta: say so in the result line
         shown: str | None = None
         manifest = self.rendered() if self.rendered is not None else None
         if manifest is not None:
@@ -846,11 +853,30 @@ class _Kit:
         except AgentMemoryError as exc:
             return _error(self._for_model(exc))
 
+    def _hide_paths(self, text: str) -> str:
+        """``text`` with the store's folder (and its parent) replaced by "<memory store>": what
+        the model is told names no host path (docs/contract.md#what-the-model-is-told)."""
+        try:
+            where = getattr(self.store, "path", None)
+        except AgentMemoryError:  # a store without a folder (its journal on a server)
+            where = None
+        if where is not None:
+            for p in sorted({str(where), str(Path(where).parent)}, key=len, reverse=True):
+                if len(p) > 1:
+                    text = text.replace(p, "<memory store>")
+        return text
+
     def _for_model(self, exc: AgentMemoryError) -> str:
         """The text a model sees for a store error: no host path and no host-side advice
         (``docs/contract.md#what-the-model-is-told``): a damaged index is permanent until the
         user repairs it, a locked store is worth one retry, other errors keep their message with
         the store's location replaced by "the memory store"."""
+        if isinstance(exc, IndexReadOnlyError):
+            return (
+                f"the memory store's {exc.index} index may not be written here; retrying will not "
+                "help: tell the user to make the store's folder writable (the saved memories "
+                "themselves are intact)"
+            )
         if isinstance(exc, IndexDamagedError):
             return (
                 f"the memory store's {exc.index} index is damaged; retrying will not help: tell "
@@ -862,12 +888,7 @@ class _Kit:
                 "the memory store is busy: another program is writing to it; try the call again "
                 "in a few seconds"
             )
-        text = str(exc)
-        where = getattr(self.store, "path", None)
-        if where is not None:
-            for p in sorted({str(where), str(Path(where).parent)}, key=len, reverse=True):
-                if len(p) > 1:
-                    text = text.replace(p, "<memory store>")
+        text = self._hide_paths(str(exc))
         if len(text) > MAX_ERROR_CHARS:
             text = text[: MAX_ERROR_CHARS - 1] + "…"
         return text
@@ -887,7 +908,7 @@ class _Kit:
         where = ", ".join(scopes)
         missing = getattr(self.store, "vector_unavailable", None)
         caveat = (
-            f" Search by meaning was unavailable ({missing}); these are keyword (BM25) matches "
+            f" Search by meaning was unavailable ({self._hide_paths(missing)}); these are keyword (BM25) matches "
             "only."
             if missing
             else ""

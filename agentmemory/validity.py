@@ -24,8 +24,8 @@ from typing import Any
 from recallers import Hit, Recaller, ranked_hits
 
 from .entries import Entry
-from .errors import InvalidEntryError
-from .rules import valid_name
+from .errors import InvalidEntryError, NotFoundError
+from .rules import check_scope, valid_name
 from .wire import go_quote
 
 __all__ = [
@@ -33,10 +33,12 @@ __all__ = [
     "META_VALID_FROM",
     "META_VALID_UNTIL",
     "InForce",
+    "check_supersedes",
     "check_validity_meta",
     "in_force_filter",
     "in_force_lists",
     "parse_day",
+    "superseded_entry",
     "today",
 ]
 
@@ -126,6 +128,52 @@ def check_validity_meta(entry: Entry) -> None:
                 f"{key} meta supersedes names the entry itself; name the entry it retires",
                 field="meta",
             )
+
+
+def check_supersedes(scope: str, name: str, supersedes: object) -> str:
+    """``supersedes`` when the entry ``scope/name`` may name it as the entry it retires: the
+    checks a writer that takes a ``supersedes`` argument makes before it reads the store
+    (``memory_save``, ``agentmemory save --supersedes``; docs/kinds.md#out-of-date-on-purpose-only).
+
+    Raises:
+        InvalidEntryError: field ``"scope"``: ``supersedes`` is not kebab-case (the message
+            says ``supersedes "<value>" is not kebab-case`` and suggests a name); field
+            ``"meta"``: it names ``scope/name`` itself.
+    """
+    target = check_scope(supersedes, what="supersedes")
+    if target == name:
+        raise InvalidEntryError(
+            f"supersedes names {scope}/{name} itself; name the entry this one makes out of date",
+            field="meta",
+        )
+    return target
+
+
+def superseded_entry(store: Any, scope: str, name: str, supersedes: object) -> Entry:
+    """The live entry a write of ``scope/name`` with ``supersedes`` would retire, after
+    :func:`check_supersedes`: the store keeps any ``supersedes`` that is kebab-case and not the
+    entry's own name (it writes one entry at a time, docs/kinds.md#out-of-date-on-purpose-only),
+    so a writer that is told the entry to retire checks here that it exists, and reports the
+    returned entry as retired once its write lands.
+
+    Args:
+        store: anything with ``get(scope, name)`` that raises
+            :class:`~agentmemory.NotFoundError` for an entry that is not live.
+
+    Raises:
+        InvalidEntryError: as :func:`check_supersedes`; field ``"meta"`` when no live entry
+            ``scope/<supersedes>`` exists. The store's own errors propagate.
+    """
+    target = check_supersedes(scope, name, supersedes)
+    try:
+        retired: Entry = store.get(scope, target)
+    except NotFoundError:
+        raise InvalidEntryError(
+            f"supersedes names {scope}/{target}, which does not exist; name an entry of scope "
+            f"{scope}, or leave supersedes out",
+            field="meta",
+        ) from None
+    return retired
 
 
 def _dates_hold(entry: Entry, day: date) -> bool:

@@ -19,9 +19,13 @@ Rows (latency in ms, median and p95 over the queries):
   included) followed by one ``recall``.
 * ``--common-words``: only the lexical leg's worst case, a query of the five most frequent words,
   on one ChromaStore (its FTS5 leg, ``SqliteStore.search_text``, and the hybrid): the current
-  rule (docs/recall.md#the-lexical-querys-cost) against the previous one (:class:`PreviousBudget`,
-  kept here verbatim) on the same file in the same process, searched again and again (document
-  frequencies remembered) and right after a write (counted afresh), plus the ordinary queries.
+  rule (docs/recall.md#the-lexical-querys-cost, document frequencies read from
+  ``memory_lexical_df``) against the one before it (:class:`RememberedCounts`: counted by
+  ``fts5vocab`` and remembered until the next write) and the one before that
+  (:class:`PreviousBudget`, counted at every search), kept here verbatim, on the same file in the
+  same process, searched again and again and right after a write, plus the ordinary queries;
+  then ``SqliteStore.put`` on two copies of the journal, with and without ``memory_lexical_df``
+  (:class:`WriteWithoutDocFreqs`), alternated, and the migration that fills the table.
 * ``--windows``: only the vector leg (read as deep as the hybrid reads it) and the hybrid, on
   stores of one vector per entry (an embedder without windows: what every store held before
   windows, docs/recall.md#windows) against stores of one vector per window: the short entries
@@ -88,7 +92,7 @@ from recallers import (  # noqa: E402
     match_expression,
     query_terms,
 )
-from recallers.fts5 import _doc_freqs, _index_state  # noqa: E402
+from recallers.fts5 import _index_state  # noqa: E402
 
 SCOPE = "bench"
 LIMIT = 10
@@ -156,6 +160,77 @@ def sql_full_rank(path: Path, expr: str) -> object:
     ).fetchall()
 
 
+def vocab_doc_freqs(conn: sqlite3.Connection, terms: Any) -> dict[str, int]:
+    """How many entries hold each of ``terms`` as FTS5's ``fts5vocab`` row table counts them
+    (walking each term's postings), as ``recallers.fts5`` read them before ``memory_lexical_df``."""
+    conn.execute(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memory_lexical_vocab"
+        " USING fts5vocab(main, memory_lexical, row)"
+    )
+    out: dict[str, int] = {}
+    for term in terms:
+        row = conn.execute(
+            "SELECT doc FROM temp.memory_lexical_vocab WHERE term = ?", (term,)
+        ).fetchone()
+        if row is not None and row[0]:
+            out[term] = int(row[0])
+    return out
+
+
+class RememberedCounts(Fts5Index[Entry]):
+    """The lexical leg's rule before ``memory_lexical_df`` (main at 490cf99): the same search,
+    its document frequencies counted by ``fts5vocab`` and remembered while FTS5's averages and
+    structure records (which change with every write) are unchanged."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._freqs_version = b""
+        self._freqs: dict[str, int] = {}
+
+    def _doc_freqs(self, conn: sqlite3.Connection, terms: Any) -> dict[str, int]:
+        # FTS5's averages and structure records (fts5_index.c, rows 1 and 10 of its data table)
+        version = b"/".join(
+            bytes(b)
+            for (b,) in conn.execute(
+                "SELECT block FROM memory_lexical_data WHERE id IN (1, 10) ORDER BY id"
+            )
+        )
+        if version != self._freqs_version or len(self._freqs) > 4096:
+            self._freqs_version, self._freqs = version, {}
+        missing = [t for t in terms if t not in self._freqs]
+        if missing:
+            counted = vocab_doc_freqs(conn, missing)
+            self._freqs.update({t: counted.get(t, 0) for t in missing})
+        return {t: self._freqs[t] for t in terms if self._freqs[t]}
+
+
+class WriteWithoutDocFreqs(Fts5Index[Entry]):
+    """The lexical index's write before ``memory_lexical_df`` (main at 490cf99): the FTS5 row
+    only, to time a put without the table."""
+
+    def write(self, conn: sqlite3.Connection, scope: str, name: str, doc: Any) -> None:
+        row = conn.execute(
+            "SELECT id FROM memory_lexical_docs WHERE scope = ? AND name = ?", (scope, name)
+        ).fetchone()
+        if row is not None:
+            conn.execute("DELETE FROM memory_lexical WHERE rowid = ?", (row[0],))
+            if doc is None:
+                conn.execute("DELETE FROM memory_lexical_docs WHERE id = ?", (row[0],))
+                return
+            doc_id = int(row[0])
+        elif doc is None:
+            return
+        else:
+            cur = conn.execute(
+                "INSERT INTO memory_lexical_docs (scope, name) VALUES (?, ?)", (scope, name)
+            )
+            doc_id = int(cur.lastrowid or 0)
+        conn.execute(
+            "INSERT INTO memory_lexical (rowid, terms) VALUES (?, ?)",
+            (doc_id, " ".join(document_terms(doc, self._tokenizer))),
+        )
+
+
 class PreviousBudget(Fts5Index[Entry]):
     """The lexical leg's rule before MaxScore and remembered document frequencies (main at
     3b33396), kept to measure against in the same run: every search counts each term's entries
@@ -175,10 +250,10 @@ class PreviousBudget(Fts5Index[Entry]):
         weights = Counter(terms)
         if limit < 1 or not weights or not wanted:
             return []
-        n_docs, avgdl, _ = _index_state(conn)
+        n_docs, avgdl = _index_state(conn)
         if n_docs == 0:
             return []
-        freqs = _doc_freqs(conn, weights)
+        freqs = vocab_doc_freqs(conn, weights)
         ranked: list[str] = []
         common: dict[str, float] = {}
         budget = RANKED_POSTINGS
@@ -244,9 +319,15 @@ def bench_common_words(n: int, args: argparse.Namespace, work: Path) -> list[lis
         yield conn
 
     previous = PreviousBudget(read=read, load=lambda _c, s, nm: chroma.get(s, nm))
+    now_index = lexical._lexicon  # type: ignore[attr-defined]
+    remembered = RememberedCounts(
+        read=lexical._read,  # type: ignore[attr-defined]
+        load=lexical._stored,  # type: ignore[attr-defined]
+        tokenizer=now_index.tokenizer,
+    )
     counts = Counter(t for e in entries[:5000] for t in DEFAULT_TOKENIZER(e.content))
     common = " ".join(w for w, _ in counts.most_common(5))
-    freqs = _doc_freqs(conn, query_terms(common))
+    freqs = vocab_doc_freqs(conn, query_terms(common))
     print(f"  {n:,}: query {common!r}, entries holding each: {freqs}", file=sys.stderr)
     now_keys = [
         (e.key, round(s, 9))
@@ -279,22 +360,37 @@ def bench_common_words(n: int, args: argparse.Namespace, work: Path) -> list[lis
     def leg(i: int) -> object:
         return lexical.search_text(common, scopes=[SCOPE], limit=LEG_LIMIT)
 
+    def before(i: int) -> object:
+        return remembered.search_text(common, scopes=[SCOPE], limit=LEG_LIMIT)
+
     def old(i: int) -> object:
         return previous.search_text(common, scopes=[SCOPE], limit=LEG_LIMIT)
 
     def hybrid(i: int) -> object:
         return chroma.recall(common, scopes=[SCOPE], limit=LIMIT)
 
+    def hybrid_before(i: int) -> object:
+        lexical._lexicon = remembered  # type: ignore[attr-defined]
+        try:
+            return chroma.recall(common, scopes=[SCOPE], limit=LIMIT)
+        finally:
+            lexical._lexicon = now_index  # type: ignore[attr-defined]
+
     rows = []
     base = timed(old, reps)
     rows.append(
         row(n, "5 most frequent words, bm25 leg: previous rule (counts every search)", base)
     )
+    rows.append(row(n, "5 most frequent words, bm25 leg: remembered counts (before the df table)",
+                    timed(before, reps), statistics.median(base)))  # fmt: skip
     rows.append(row(n, "5 most frequent words, **bm25 leg: SqliteStore (now)**", timed(leg, reps),
                     statistics.median(base)))  # fmt: skip
-    for label, fn in (("bm25 leg: SqliteStore (now), first search after a write", leg),
+    for label, fn in (("**bm25 leg: SqliteStore (now), first search after a write**", leg),
+                      ("bm25 leg: remembered counts (before), first search after a write", before),
                       ("bm25 leg: previous rule, first search after a write", old),
-                      ("hybrid: ChromaStore.recall, first search after a write", hybrid)):  # fmt: skip
+                      ("**hybrid: ChromaStore.recall (now), first search after a write**", hybrid),
+                      ("hybrid: remembered counts (before), first search after a write",
+                       hybrid_before)):  # fmt: skip
         run = after_write(lambda f=fn: f(0))
         for i in range(reps):
             run(i)
@@ -302,6 +398,8 @@ def bench_common_words(n: int, args: argparse.Namespace, work: Path) -> list[lis
     rows.append(
         row(n, "5 most frequent words, **hybrid: ChromaStore.recall (now)**", timed(hybrid, reps))
     )
+    rows.append(row(n, "5 most frequent words, hybrid: remembered counts (before)",
+                    timed(hybrid_before, reps)))  # fmt: skip
     old_q = timed(lambda i: previous.search_text(q[i], scopes=[SCOPE], limit=LEG_LIMIT), len(q))
     rows.append(row(n, "ordinary queries, bm25 leg: previous rule", old_q))
     rows.append(row(n, "ordinary queries, bm25 leg: SqliteStore (now)",
@@ -319,7 +417,50 @@ def bench_common_words(n: int, args: argparse.Namespace, work: Path) -> list[lis
           file=sys.stderr)  # fmt: skip
     conn.close()
     chroma.close()
+    rows += write_cost_rows(n, chroma.path / "journal.sqlite3", q, work)
     return rows
+
+
+def write_cost_rows(n: int, journal: Path, q: Sequence[str], work: Path) -> list[list[str]]:
+    """``SqliteStore.put`` of a new entry on two copies of ``journal``, one keeping
+    ``memory_lexical_df`` (now), one writing the FTS5 row only (:class:`WriteWithoutDocFreqs`),
+    alternated so both see the same load; then the time m006 takes to fill the table on a third
+    copy without it (one open)."""
+    copies = [work / f"put-{what}-{n}.sqlite3" for what in ("now", "before", "m005")]
+    with sqlite3.connect(journal) as src:
+        for path in copies:
+            with sqlite3.connect(path) as dst:
+                src.backup(dst)
+            dst.close()
+    src.close()
+    now = SqliteStore(copies[0])
+    before = SqliteStore(copies[1])
+    before._lexicon = WriteWithoutDocFreqs(
+        read=before._read, load=before._stored, tokenizer=before.tokenizer
+    )
+    spent: dict[str, list[float]] = {"now": [], "before": []}
+    for i in range(60):
+        for what, st in (("now", now), ("before", before))[:: 1 if i % 2 else -1]:
+            e = new_entry(50_000 + i, q)
+            t0 = time.perf_counter()
+            st.put(e)
+            spent[what].append((time.perf_counter() - t0) * 1000)
+    now.close()
+    before.close()
+    with sqlite3.connect(copies[2]) as conn:
+        conn.executescript(
+            "DROP TABLE memory_lexical_df; DELETE FROM store_schema WHERE version = 6;"
+        )
+    conn.close()
+    t0 = time.perf_counter()
+    SqliteStore(copies[2]).close()
+    migration = [(time.perf_counter() - t0) * 1000]
+    return [
+        row(n, "SqliteStore.put of a new entry, FTS5 row only (before the df table)",
+            spent["before"]),
+        row(n, "**SqliteStore.put of a new entry, FTS5 row and df table (now)**", spent["now"]),
+        row(n, "opening a store made before m006: the migration fills the df table", migration),
+    ]  # fmt: skip
 
 
 def new_entry(i: int, queries: Sequence[str]) -> Entry:

@@ -58,11 +58,15 @@ from .errors import (
 )
 from .fts5 import (
     COMMON_TERM_CANDIDATES,
+    DOC_FREQ_TABLES,
     FTS5_TABLES,
     RANKED_POSTINGS,
     TOKENIZER_STATE_KEY,
     Fts5Index,
+    create_doc_freq_table,
     create_tables,
+    doc_freq_problems,
+    fill_doc_freqs,
     match_expression,
 )
 from .hits import (
@@ -106,6 +110,7 @@ from .tokenizer import (
     tokenize,
 )
 from .vector import ExactVectorIndex, VectorRecaller
+from .vector_query import BYTES_PER_WORD_PIECE, WINDOWLESS_PIECES, vector_query, vector_query_bytes
 
 
 def _cross_encoder(folder: str | Path, **kwargs: Any) -> Reranker:
@@ -115,6 +120,7 @@ def _cross_encoder(folder: str | Path, **kwargs: Any) -> Reranker:
 register_reranker("cross-encoder", _cross_encoder, argument="<folder>")
 
 __all__ = [
+    "BYTES_PER_WORD_PIECE",
     "COMMON_TERM_CANDIDATES",
     "DEFAULT_B",
     "DEFAULT_CANDIDATES",
@@ -126,6 +132,7 @@ __all__ = [
     "DEFAULT_RERANK_THREADS",
     "DEFAULT_RRF_K",
     "DEFAULT_TOKENIZER",
+    "DOC_FREQ_TABLES",
     "EMPTY_QUERY_MESSAGE",
     "ENGLISH_STOPWORDS",
     "FTS5_TABLES",
@@ -141,6 +148,7 @@ __all__ = [
     "THEORETICAL_MINIMUMS",
     "TOKENIZER_STATE_KEY",
     "TOKENIZER_VERSION",
+    "WINDOWLESS_PIECES",
     "BM25Index",
     "BM25Recaller",
     "CrossEncoderReranker",
@@ -169,8 +177,11 @@ __all__ = [
     "VectorSource",
     "bm25_idf",
     "check_query",
+    "create_doc_freq_table",
     "create_tables",
+    "doc_freq_problems",
     "document_terms",
+    "fill_doc_freqs",
     "fuse",
     "get_reranker",
     "match_expression",
@@ -182,4 +193,6 @@ __all__ = [
     "shown_score",
     "stemmer_languages",
     "tokenize",
+    "vector_query",
+    "vector_query_bytes",
 ]

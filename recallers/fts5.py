@@ -1,6 +1,7 @@
 """A BM25 lexical index in an SQLite database (FTS5), written in the caller's own transaction.
 
-Two tables, created by :func:`create_tables` (an sqlite store runs it as a numbered migration):
+Three tables, created by :func:`create_tables` and :func:`create_doc_freq_table` (an sqlite store
+runs them as numbered migrations):
 
 * ``memory_lexical_docs(id INTEGER PRIMARY KEY, scope, name, UNIQUE (scope, name))``: one row per
   indexed document; ``id`` is the FTS5 rowid.
@@ -8,28 +9,35 @@ Two tables, created by :func:`create_tables` (an sqlite store runs it as a numbe
   (:func:`recallers.document_terms`) joined by spaces. FTS5's ``ascii`` tokenizer with
   ``tokenchars '_-.'''`` splits that text back into exactly those terms (our terms hold no white
   space, and ASCII letters are already case-folded), so FTS5 counts our terms, not its own.
+* ``memory_lexical_df(term TEXT PRIMARY KEY, docs INTEGER) WITHOUT ROWID``: each term's document
+  frequency, how many indexed documents hold it (terms no document holds have no row). FTS5 can
+  only count it by walking the term's postings (its ``fts5vocab`` table: about 4 ms for a term in
+  87,000 entries), so a search reads it here instead, one b-tree lookup per term
+  (``docs/recall.md#the-lexical-querys-cost``). It always equals ``fts5vocab``'s ``row`` counts:
+  it is written in the same transaction as the FTS5 row, and rebuilt with it.
 
 How it stays current: the store calls :meth:`Fts5Index.write` inside the transaction that appends
 the journal record, so the index commits or rolls back with the write. A write costs one
-tokenization of the entry, one indexed lookup, and one FTS5 delete and insert (about 0.1 ms at 100k
-entries here). When :attr:`recallers.Tokenizer.version` differs from the one recorded
-(:meth:`Fts5Index.needs_rebuild`), :meth:`Fts5Index.rebuild` re-tokenizes every entry once.
+tokenization of the entry, two indexed lookups (the document's id and the terms it held), one FTS5
+delete and insert, and one ``memory_lexical_df`` upsert per distinct term it gains or loses. When
+:attr:`recallers.Tokenizer.version` differs from the one recorded (:meth:`Fts5Index.needs_rebuild`),
+:meth:`Fts5Index.rebuild` re-tokenizes every entry once.
 
 Scoring: FTS5's ``bm25()`` with ``k1 = 1.2`` and ``b = 0.75`` (fixed by SQLite) and an idf floor of
 1e-6, the formula of :mod:`recallers.bm25`. A query is the OR of its quoted distinct terms, a term
 repeated as often as its weight (:func:`recallers.query_terms`: the query is capped at
 ``MAX_QUERY_BYTES`` and ``MAX_QUERY_TERMS``), and FTS5 ranks only the rarest of them up to
 :data:`RANKED_POSTINGS` postings, the others' scores added to their candidates, read as deep as a
-MaxScore bound needs (``docs/recall.md#the-lexical-querys-cost``). Corpus
-statistics (``N``, ``avgdl``, document frequencies) are those of the whole store, every scope
-together, not only of the requested scopes as :class:`recallers.BM25Index` computes them: with one
-scope, or scopes of similar text, the two agree.
+MaxScore bound needs (``docs/recall.md#the-lexical-querys-cost``). Corpus statistics (``N`` and
+``avgdl`` from FTS5's own averages record, document frequencies from ``memory_lexical_df``) are
+those of the whole store, every scope together, not only of the requested scopes as
+:class:`recallers.BM25Index` computes them: with one scope, or scopes of similar text, the two
+agree.
 """
 
 from __future__ import annotations
 
 import sqlite3
-import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -43,12 +51,15 @@ from .tokenizer import DEFAULT_TOKENIZER, Tokenizer
 __all__ = [
     "COMMON_TERM_CANDIDATES",
     "DEEPEST_RANKED_READ",
-    "DOC_FREQ_CACHE_TERMS",
+    "DOC_FREQ_TABLES",
     "FTS5_TABLES",
     "RANKED_POSTINGS",
     "TOKENIZER_STATE_KEY",
     "Fts5Index",
+    "create_doc_freq_table",
     "create_tables",
+    "doc_freq_problems",
+    "fill_doc_freqs",
     "match_expression",
 ]
 
@@ -57,6 +68,10 @@ FTS5_TABLES: Mapping[str, tuple[str, ...]] = {
     "memory_lexical": ("terms",),
 }
 """The tables :func:`create_tables` makes, with their columns (for a store's migration check)."""
+
+DOC_FREQ_TABLES: Mapping[str, tuple[str, ...]] = {"memory_lexical_df": ("term", "docs")}
+"""The table :func:`create_doc_freq_table` makes, with its columns (for a store's migration
+check): each term's document frequency."""
 
 TOKENIZER_STATE_KEY = "lexical.tokenizer"
 """The ``store_state`` key holding the :attr:`Tokenizer.version` the index was built with."""
@@ -78,6 +93,71 @@ def create_tables(conn: sqlite3.Connection) -> None:
         "CREATE VIRTUAL TABLE IF NOT EXISTS memory_lexical"
         f' USING fts5(terms, tokenize="{_FTS5_TOKENIZE}")'
     )
+
+
+def create_doc_freq_table(conn: sqlite3.Connection) -> None:
+    """Create ``memory_lexical_df(term TEXT PRIMARY KEY, docs INTEGER NOT NULL) WITHOUT ROWID``
+    on ``conn`` (inside the caller's transaction), empty; does nothing when it exists. Fill it
+    with :func:`fill_doc_freqs` when the FTS5 table already holds documents."""
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS memory_lexical_df ("
+        " term TEXT PRIMARY KEY, docs INTEGER NOT NULL) STRICT, WITHOUT ROWID"
+    )
+
+
+def _vocab(conn: sqlite3.Connection) -> str:
+    """The name of an ``fts5vocab`` ``row`` table over ``memory_lexical`` (term, doc, cnt), made
+    in the connection's ``temp`` schema on first use. Reading it walks the postings."""
+    conn.execute(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memory_lexical_vocab"
+        " USING fts5vocab(main, memory_lexical, row)"
+    )
+    return "temp.memory_lexical_vocab"
+
+
+def fill_doc_freqs(conn: sqlite3.Connection) -> int:
+    """Make ``memory_lexical_df`` hold the document frequency of every term of the FTS5 table,
+    counted by FTS5 itself (``fts5vocab``'s ``row`` table walks every posting once: 0.4 s at 100k
+    entries here, ``benchmarks/recall.py --common-words``), inside the caller's transaction;
+    returns how many terms.
+    Raises ``sqlite3.DatabaseError`` when the FTS5 table's pages are damaged."""
+    conn.execute("DELETE FROM memory_lexical_df")
+    cur = conn.execute(
+        f"INSERT INTO memory_lexical_df (term, docs) SELECT term, doc FROM {_vocab(conn)}"
+        " WHERE doc > 0"
+    )
+    return int(cur.rowcount)
+
+
+def doc_freq_problems(conn: sqlite3.Connection) -> list[str]:
+    """How ``memory_lexical_df`` disagrees with the document frequencies FTS5 counts
+    (``fts5vocab``), one line; ``[]`` when it holds exactly FTS5's terms with FTS5's counts.
+    Walks every posting once (0.5 s at 100k entries here, load 4). Raises ``sqlite3.DatabaseError`` when a table's pages are
+    damaged."""
+    vocab = _vocab(conn)
+    indexed, same = conn.execute(
+        f"SELECT count(*), total(d.docs = v.doc) FROM {vocab} AS v"
+        " LEFT JOIN memory_lexical_df AS d ON d.term = v.term WHERE v.doc > 0"
+    ).fetchone()
+    indexed, same = int(indexed), int(same)
+    (kept,) = conn.execute("SELECT count(*) FROM memory_lexical_df").fetchone()
+    if same == indexed == kept:
+        return []
+    example = conn.execute(
+        f"SELECT v.term, v.doc, d.docs FROM {vocab} AS v LEFT JOIN memory_lexical_df AS d"
+        " ON d.term = v.term WHERE v.doc > 0 AND d.docs IS NOT v.doc LIMIT 1"
+    ).fetchone()
+    if example is None:
+        example = conn.execute(
+            f"SELECT d.term, NULL, d.docs FROM memory_lexical_df AS d WHERE NOT EXISTS"
+            f" (SELECT 1 FROM {vocab} AS v WHERE v.term = d.term AND v.doc > 0) LIMIT 1"
+        ).fetchone()
+    term, counted, held = example if example is not None else ("?", None, None)
+    return [
+        f"the document frequency table (memory_lexical_df) disagrees with the index: it holds "
+        f"{kept} terms, {same} of them as FTS5 counts them, of the index's {indexed} (for "
+        f"example {term!r}: {held or 0} in the table, {counted or 0} in the index)"
+    ]
 
 
 RANKED_POSTINGS = 20_000
@@ -123,46 +203,49 @@ def _varints(blob: bytes) -> list[int]:
     return out
 
 
-def _index_state(conn: sqlite3.Connection) -> tuple[int, float, bytes]:
-    """``(N, avgdl, version)`` of the index: ``N`` and ``avgdl`` as FTS5's ``bm25()`` reads them
-    (its averages record, row 1 of ``memory_lexical_data``: the row count, then the total tokens
-    of the one column), ``(0, 0.0)`` for an empty index; ``version`` is the averages record and the
-    structure record (row 10: the segments and FTS5's count of segments ever written, which grows
-    with every transaction that changes the index) together, so it differs after any change of
-    the index by any connection (SQLite's ``fts5_index.c``, ``FTS5_AVERAGES_ROWID`` and
-    ``FTS5_STRUCTURE_ROWID``)."""
-    rows = dict(
-        conn.execute("SELECT id, block FROM memory_lexical_data WHERE id IN (1, 10)").fetchall()
-    )
-    averages = bytes(rows.get(1) or b"")
-    version = averages + b"/" + bytes(rows.get(10) or b"")
-    numbers = _varints(averages)
+def _index_state(conn: sqlite3.Connection) -> tuple[int, float]:
+    """``(N, avgdl)`` of the index as FTS5's ``bm25()`` reads them: its averages record, row 1 of
+    ``memory_lexical_data`` (the row count, then the total tokens of the one column; SQLite's
+    ``fts5_index.c``, ``FTS5_AVERAGES_ROWID``); ``(0, 0.0)`` for an empty index."""
+    row = conn.execute("SELECT block FROM memory_lexical_data WHERE id = 1").fetchone()
+    numbers = _varints(bytes(row[0] or b"") if row is not None else b"")
     if len(numbers) < 2 or numbers[0] == 0:
-        return 0, 0.0, version
-    return numbers[0], max(numbers[1], 1) / numbers[0], version
+        return 0, 0.0
+    return numbers[0], max(numbers[1], 1) / numbers[0]
 
 
 def _doc_freqs(conn: sqlite3.Connection, terms: Iterable[str]) -> dict[str, int]:
-    """How many entries hold each of ``terms`` (FTS5's ``fts5vocab`` row table, made in the
-    connection's ``temp`` schema on first use); a term no entry holds is left out. It walks each
-    term's postings: about 4 us per 100 entries holding it."""
-    conn.execute(
-        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memory_lexical_vocab"
-        " USING fts5vocab(main, memory_lexical, row)"
-    )
-    out: dict[str, int] = {}
-    for term in terms:
-        row = conn.execute(
-            "SELECT doc FROM temp.memory_lexical_vocab WHERE term = ?", (term,)
-        ).fetchone()
-        if row is not None and row[0]:
-            out[term] = int(row[0])
-    return out
+    """How many documents hold each of ``terms`` (``memory_lexical_df``: one b-tree lookup per
+    term); a term no document holds is left out."""
+    wanted = list(dict.fromkeys(terms))
+    if not wanted:
+        return {}
+    rows = conn.execute(
+        f"SELECT term, docs FROM memory_lexical_df WHERE term IN ({', '.join('?' * len(wanted))})",
+        wanted,
+    ).fetchall()
+    return {str(t): int(d) for t, d in rows if d > 0}
 
 
-DOC_FREQ_CACHE_TERMS = 4096
-"""How many terms' document frequencies :class:`Fts5Index` remembers between searches while the
-index does not change (the cache is emptied when it would grow past this, and on any change)."""
+def _count_docs(conn: sqlite3.Connection, gone: set[str], added: set[str]) -> None:
+    """Move ``memory_lexical_df`` by one document that held the terms ``gone`` and now holds
+    ``added`` (either may be empty): +1 for each term only in ``added``, -1 for each only in
+    ``gone`` (its row deleted at 0); terms in both are untouched."""
+    up = sorted(added - gone)
+    down = sorted(gone - added)
+    if up:
+        conn.executemany(
+            "INSERT INTO memory_lexical_df (term, docs) VALUES (?, 1)"
+            " ON CONFLICT (term) DO UPDATE SET docs = docs + 1",
+            ((t,) for t in up),
+        )
+    if down:
+        conn.executemany(
+            "DELETE FROM memory_lexical_df WHERE term = ? AND docs <= 1", ((t,) for t in down)
+        )
+        conn.executemany(
+            "UPDATE memory_lexical_df SET docs = docs - 1 WHERE term = ?", ((t,) for t in down)
+        )
 
 
 class Fts5Index(Generic[D]):
@@ -194,9 +277,6 @@ class Fts5Index(Generic[D]):
         self._read = read
         self._load = load
         self._tokenizer = tokenizer
-        self._freqs_lock = threading.Lock()
-        self._freqs_version = b""
-        self._freqs: dict[str, int] = {}  # term -> entries holding it (0: none) at that version
 
     @property
     def tokenizer(self) -> Tokenizer:
@@ -210,16 +290,23 @@ class Fts5Index(Generic[D]):
 
     def write(self, conn: sqlite3.Connection, scope: str, name: str, doc: Document | None) -> None:
         """Make the index hold ``doc`` under ``(scope, name)``, or nothing when ``doc`` is
-        ``None`` (a forget). Run inside the write's transaction on ``conn``; does not commit."""
+        ``None`` (a forget), and move ``memory_lexical_df`` by the distinct terms the document
+        gains and loses. Run inside the write's transaction on ``conn``; does not commit."""
         row = conn.execute(
             "SELECT id FROM memory_lexical_docs WHERE scope = ? AND name = ?", (scope, name)
         ).fetchone()
+        held: set[str] = set()
         if row is not None:
-            conn.execute("DELETE FROM memory_lexical WHERE rowid = ?", (row[0],))
-            if doc is None:
-                conn.execute("DELETE FROM memory_lexical_docs WHERE id = ?", (row[0],))
-                return
             doc_id = int(row[0])
+            text = conn.execute(
+                "SELECT terms FROM memory_lexical WHERE rowid = ?", (doc_id,)
+            ).fetchone()
+            held = set(str(text[0]).split(" ")) - {""} if text is not None and text[0] else set()
+            conn.execute("DELETE FROM memory_lexical WHERE rowid = ?", (doc_id,))
+            if doc is None:
+                conn.execute("DELETE FROM memory_lexical_docs WHERE id = ?", (doc_id,))
+                _count_docs(conn, held, set())
+                return
         elif doc is None:
             return
         else:
@@ -227,27 +314,36 @@ class Fts5Index(Generic[D]):
                 "INSERT INTO memory_lexical_docs (scope, name) VALUES (?, ?)", (scope, name)
             )
             doc_id = int(cur.lastrowid or 0)
+        terms = document_terms(doc, self._tokenizer)
         conn.execute(
-            "INSERT INTO memory_lexical (rowid, terms) VALUES (?, ?)",
-            (doc_id, " ".join(document_terms(doc, self._tokenizer))),
+            "INSERT INTO memory_lexical (rowid, terms) VALUES (?, ?)", (doc_id, " ".join(terms))
         )
+        _count_docs(conn, held, set(terms))
 
     def rebuild(self, conn: sqlite3.Connection, docs: Iterable[Document]) -> int:
-        """Empty the index and index every document of ``docs``, inside the caller's transaction
-        on ``conn``; return how many were indexed. The caller records the new tokenizer version
-        (``store_state[TOKENIZER_STATE_KEY] = tokenizer.version``) in the same transaction."""
+        """Empty the index (``memory_lexical_df`` too) and index every document of ``docs``,
+        inside the caller's transaction on ``conn``; return how many were indexed. The caller
+        records the new tokenizer version (``store_state[TOKENIZER_STATE_KEY] =
+        tokenizer.version``) in the same transaction."""
         conn.execute("DELETE FROM memory_lexical")
         conn.execute("DELETE FROM memory_lexical_docs")
+        conn.execute("DELETE FROM memory_lexical_df")
+        freqs: Counter[str] = Counter()
         n = 0
         for doc in docs:
             cur = conn.execute(
                 "INSERT INTO memory_lexical_docs (scope, name) VALUES (?, ?)", (doc.scope, doc.name)
             )
+            terms = document_terms(doc, self._tokenizer)
             conn.execute(
                 "INSERT INTO memory_lexical (rowid, terms) VALUES (?, ?)",
-                (cur.lastrowid, " ".join(document_terms(doc, self._tokenizer))),
+                (cur.lastrowid, " ".join(terms)),
             )
+            freqs.update(set(terms))
             n += 1
+        conn.executemany(
+            "INSERT INTO memory_lexical_df (term, docs) VALUES (?, ?)", sorted(freqs.items())
+        )
         return n
 
     def search_keys(
@@ -269,15 +365,15 @@ class Fts5Index(Generic[D]):
         :data:`DEEPEST_RANKED_READ`) until a MaxScore bound proves that no other entry can
         enter the top ``limit``; when none can be proved, the common terms add candidates of
         their own (the :data:`COMMON_TERM_CANDIDATES` entries holding them indexed last).
-        Document frequencies are remembered while the index is unchanged."""
+        Document frequencies are read from ``memory_lexical_df``, one lookup per term."""
         wanted = list(dict.fromkeys(scopes))
         weights = Counter(terms)
         if limit < 1 or not weights or not wanted:
             return []
-        n_docs, avgdl, version = _index_state(conn)
+        n_docs, avgdl = _index_state(conn)
         if n_docs == 0:
             return []
-        freqs = self._doc_freqs(conn, weights, version)
+        freqs = self._doc_freqs(conn, weights)
         ranked: list[str] = []
         common: dict[str, float] = {}  # term -> weight * idf, scored here
         budget = RANKED_POSTINGS
@@ -340,25 +436,11 @@ class Fts5Index(Generic[D]):
         found.sort(key=order)
         return [k for k in found[:limit] if k[2] > 0]
 
-    def _doc_freqs(
-        self, conn: sqlite3.Connection, terms: Iterable[str], version: bytes
-    ) -> dict[str, int]:
-        """:func:`_doc_freqs` of ``terms``, remembered while the index's ``version``
-        (:func:`_index_state`) is unchanged: a very common term's count walks its postings
-        (about 4 ms for a term in 87,000 entries), a remembered one costs nothing."""
-        with self._freqs_lock:
-            if version != self._freqs_version or len(self._freqs) > DOC_FREQ_CACHE_TERMS:
-                self._freqs_version, self._freqs = version, {}
-            known = dict(self._freqs)
-        missing = [t for t in terms if t not in known]
-        if missing:
-            counted = _doc_freqs(conn, missing)
-            new = {t: counted.get(t, 0) for t in missing}
-            known.update(new)
-            with self._freqs_lock:
-                if version == self._freqs_version:
-                    self._freqs.update(new)
-        return {t: known[t] for t in terms if known[t]}
+    def _doc_freqs(self, conn: sqlite3.Connection, terms: Iterable[str]) -> dict[str, int]:
+        """How many documents hold each of ``terms`` (a term none holds is left out), read from
+        ``memory_lexical_df`` in the search's snapshot: one b-tree lookup per term, however many
+        documents hold it, and as current right after a write as at any other time."""
+        return _doc_freqs(conn, terms)
 
     def _score(self, text: str | None, weighted_idf: Mapping[str, float], avgdl: float) -> float:
         """The BM25 contribution of the terms of ``weighted_idf`` (term to weight times idf) to

@@ -88,8 +88,8 @@ class Hit(Generic[D]):
             or ``"rerank:<reranker name>"`` (a reranker's score); ``""`` when not said.
         unavailable: each leg that could not run, keyed as ``legs``, with why (for a store
             opened journal-only beside the process holding its vector index:
-            ``{"vector": "the vector index of ... is held by pid 4242 ..."}``); empty when every
-            leg ran.
+            ``{"vector": "the vector index of ... is held by pid 4242 ..."}``; for a hybrid leg
+            that raised, its error's message); empty when every leg ran.
     """
 
     entry: D

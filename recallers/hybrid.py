@@ -38,7 +38,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Generic, TypeVar
 
@@ -268,8 +268,9 @@ class HybridRecaller(Generic[KeyedT]):
 
     ``HybridRecaller([BM25Recaller(index), VectorRecaller(store, embedder)])`` is the hybrid of a
     store with vectors. A leg that raises is skipped (its error is logged on the
-    ``recallers.hybrid`` logger at WARNING) and a leg that returns nothing adds nothing: the others
-    still answer. Only when every leg raises does :meth:`recall` raise.
+    ``recallers.hybrid`` logger at WARNING, and each hit names it in :attr:`Hit.unavailable`, leg
+    to error message) and a leg that returns nothing adds nothing: the others still answer. Only
+    when every leg raises does :meth:`recall` raise.
 
     Args:
         legs: the legs, each with a distinct ``name``; their order decides which leg's copy of a
@@ -302,7 +303,9 @@ class HybridRecaller(Generic[KeyedT]):
         return self._fusion
 
     def recall(self, query: str, *, scopes: Sequence[str], limit: int) -> list[Hit[KeyedT]]:
-        """At most ``limit`` fused hits of ``scopes``, best first (see :func:`fuse`).
+        """At most ``limit`` fused hits of ``scopes``, best first (see :func:`fuse`). When a leg
+        raised, every hit's :attr:`Hit.unavailable` maps that leg to its error's message (an empty
+        list says nothing of it: the failure is in the log only).
 
         Raises:
             recallers.EmptyQueryError: an empty or white-space query (no leg is asked).
@@ -325,4 +328,14 @@ class HybridRecaller(Generic[KeyedT]):
                 errors[leg.name] = err
         if errors and not rankings:
             raise NoLegAnsweredError(errors) from list(errors.values())[-1]
-        return fuse(rankings, scopes=scopes, limit=limit, fusion=self._fusion)
+        hits = fuse(rankings, scopes=scopes, limit=limit, fusion=self._fusion)
+        if not errors:
+            return hits
+        failed = MappingProxyType({leg: _why(err) for leg, err in errors.items()})
+        return [replace(h, unavailable=MappingProxyType({**h.unavailable, **failed})) for h in hits]
+
+
+def _why(err: BaseException) -> str:
+    """A failed leg's error as :attr:`Hit.unavailable` gives it: its message (its class name when
+    it has none)."""
+    return str(err) or type(err).__name__

@@ -114,6 +114,7 @@ class RerankedRecaller(Generic[DocT]):
                     score=float(scores[i]),
                     legs=MappingProxyType(legs),
                     method=method,
+                    unavailable=hit.unavailable,
                 )
             )
         return out

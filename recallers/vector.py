@@ -19,6 +19,7 @@ import numpy.typing as npt
 from .errors import check_query
 from .hits import LEG_VECTOR, Hit, ranked_hits
 from .protocol import Keyed, VectorSource
+from .vector_query import vector_query
 
 if TYPE_CHECKING:
     from embedders import Embedder
@@ -62,14 +63,18 @@ class VectorRecaller(Generic[D]):
     def recall(self, query: str, *, scopes: Sequence[str], limit: int) -> list[Hit[D]]:
         """At most ``limit`` hits of ``scopes``, nearest first, none below ``min_score``.
 
-        A query the embedder maps to the zero vector (the hashing embedder on ``"?!"``) has no
-        direction and returns ``[]``. Embedding errors propagate.
+        The query is cut to its first ``recallers.vector_query_bytes(embedder)`` bytes before
+        it is embedded (103,168 for all-MiniLM-L6-v2's 256 word pieces), so its cost is bounded
+        whatever its length (docs/recall.md#the-vector-query). A query the embedder maps to the
+        zero vector (the hashing embedder on ``"?!"``) has no direction and returns ``[]``.
+        Embedding errors propagate.
 
         Raises ``recallers.EmptyQueryError`` for an empty or white-space query."""
         check_query(query)
         if limit < 1 or not scopes:
             return []
-        vector = np.asarray(self._embedder.embed([query]), dtype=np.float32)[0]
+        text = vector_query(str(query), self._embedder)
+        vector = np.asarray(self._embedder.embed([text]), dtype=np.float32)[0]
         if not np.any(vector):
             return []
         found = self._source.search_vector(vector, limit=limit, scopes=scopes)

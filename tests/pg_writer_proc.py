@@ -11,10 +11,12 @@ Modes:
     DEFERRED counts writes a ChromaStore committed but could not index at once
     (``IndexWriteError``: another process kept changing the entry), left to the catch-up.
 
-``chroma DSN PORT PREFIX W ITERATIONS``
-    As ``writer``, through a ``ChromaStore`` over the ``PostgresStore`` of DSN on the Chroma
-    server at 127.0.0.1:PORT (collection prefix PREFIX), with its own hashing embedder: a host
-    sharing nothing with the others but the DSN and the server's address.
+``chroma DSN ADDRESS W ITERATIONS``
+    As ``writer``, through ``agentmemory.open_store(dsn=DSN, chroma_url=ADDRESS)`` (a
+    ``ChromaStore`` over the ``PostgresStore`` of DSN, its vectors on the Chroma server at
+    ``HOST:PORT`` ADDRESS), with its own hashing embedder: a host sharing nothing with the
+    others but the DSN and the server's address (the test gives each its own working folder and
+    ``HOME``).
 
 ``hold DSN``
     Starts ``put_many`` of 50 entries ``user/held-I`` and, inside the transaction, after every
@@ -39,30 +41,20 @@ HELD_ENTRIES = 50
 DIM = 32
 
 
-def open_store(dsn: str, port: int | None, prefix: str) -> Any:
-    if port is None:
+def open_store(dsn: str, address: str | None) -> Any:
+    if address is None:
         return PostgresStore(dsn, lock_timeout_s=60.0)
-    import chromadb
-    from chromadb.config import Settings
-
-    from agentmemory import ChromaStore
+    import agentmemory
     from embedders import HashingEmbedder
 
-    client = chromadb.HttpClient(
-        host="127.0.0.1", port=port, settings=Settings(anonymized_telemetry=False)
-    )
-    return ChromaStore(
-        None,
-        journal=PostgresStore(dsn, lock_timeout_s=60.0),
-        client=client,
-        collection_prefix=prefix,
-        embedder=HashingEmbedder(DIM),
+    return agentmemory.open_store(
+        dsn=dsn, chroma_url=address, embedder=HashingEmbedder(DIM), lock_timeout_s=60.0
     )
 
 
-def writer(dsn: str, w: int, iterations: int, port: int | None = None, prefix: str = "") -> None:
+def writer(dsn: str, w: int, iterations: int, address: str | None = None) -> None:
     conflicts = deferred = 0
-    with open_store(dsn, port, prefix) as st:
+    with open_store(dsn, address) as st:
         print("ready", flush=True)
         sys.stdin.readline()
         for i in range(iterations):
@@ -110,11 +102,11 @@ def main(argv: list[str]) -> None:
     if mode == "writer":
         writer(dsn, int(argv[3]), int(argv[4]))
     elif mode == "chroma":
-        writer(dsn, int(argv[5]), int(argv[6]), port=int(argv[3]), prefix=argv[4])
+        writer(dsn, int(argv[4]), int(argv[5]), address=argv[3])
     elif mode == "hold":
         hold(dsn)
     else:
-        raise SystemExit(f"unknown mode {mode!r}; use writer or hold")
+        raise SystemExit(f"unknown mode {mode!r}; use writer, chroma or hold")
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from rank_bm25 import BM25Okapi
 
-from agentmemory import Entry, MemStore, SqliteStore
+from agentmemory import Entry, EntryTooLargeError, MemStore, SqliteStore
 from recallers import (
     COMMON_TERM_CANDIDATES,
     DEFAULT_TOKENIZER,
@@ -440,11 +440,11 @@ def test_a_common_term_that_reorders_the_rarer_terms_candidates_is_read_deep_eno
             assert_agrees([(e.key, s) for e, s in found], ref, limit)
 
 
-def test_remembered_document_frequencies_follow_every_write(tmp_path: Path) -> None:
-    """The FTS5 index remembers how many entries hold a term while the index is unchanged; a
-    write by the same store or by another store on the same file changes the scores of the next
-    search exactly as rank-bm25 over the new entries says. "zebra" weighted 60 is past
-    RANKED_POSTINGS (400 x 60 postings), so its score is computed from the remembered count."""
+def test_document_frequencies_follow_every_write(tmp_path: Path) -> None:
+    """How many entries hold a term is read from the index's document frequency table; a write
+    by the same store or by another store on the same file changes the scores of the next search
+    exactly as rank-bm25 over the new entries says. "zebra" weighted 60 is past RANKED_POSTINGS
+    (400 x 60 postings), so its score is computed from that count, not by FTS5."""
     path = tmp_path / "freqs.sqlite3"
     entries = [Entry("f", f"e-{i:03d}", f"zebra filler{i % 7}") for i in range(400)]
     entries += [Entry("f", f"x-{i:03d}", f"other words {i}") for i in range(600)]
@@ -454,7 +454,7 @@ def test_remembered_document_frequencies_follow_every_write(tmp_path: Path) -> N
         st_.put_many(entries)
         for step in range(4):
             ref = reference_scores(entries, query, DEFAULT_TOKENIZER)
-            for _ in range(2):  # the second search reads the remembered counts
+            for _ in range(2):
                 found = st_.search_text(query, scopes=["f"], limit=10)
                 assert_agrees([(e.key, s) for e, s in found], ref, 10)
             writer = st_ if step % 2 else other
@@ -464,3 +464,106 @@ def test_remembered_document_frequencies_follow_every_write(tmp_path: Path) -> N
             if step == 2:
                 writer.forget("f", "e-001")
                 entries = [e for e in entries if e.name != "e-001"]
+
+
+# -- the document frequency table (docs/storage.md#the-lexical-index-tables) ------------------
+
+
+def table_doc_freqs(path: Path) -> dict[str, int]:
+    """``memory_lexical_df`` of the file, read by a connection of its own."""
+    conn = sqlite3.connect(path)
+    try:
+        return {str(t): int(d) for t, d in conn.execute("SELECT term, docs FROM memory_lexical_df")}
+    finally:
+        conn.close()
+
+
+def fts5_doc_freqs(path: Path) -> dict[str, int]:
+    """How many documents hold each term, as FTS5 counts them (``fts5vocab``, walking the
+    postings), read by a connection of its own."""
+    conn = sqlite3.connect(path)
+    try:
+        conn.execute("CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, memory_lexical, row)")
+        return {str(t): int(d) for t, d in conn.execute("SELECT term, doc FROM temp.v") if d}
+    finally:
+        conn.close()
+
+
+def live_doc_freqs(live: dict[str, Entry]) -> Counter[str]:
+    """How many of the live entries hold each term, counted from their texts."""
+    return Counter(t for e in live.values() for t in set(document_terms(e)))
+
+
+def test_the_document_frequency_table_stays_exact_through_every_kind_of_write(
+    tmp_path: Path,
+) -> None:
+    """300 seeded random writes by two handles on one file: puts that add, replace (with some
+    words kept, some dropped) and empty an entry, forgets, put_many with a name given twice, a
+    put_many refused half-way, purges and lexical rebuilds (verify --repair's). After each 30,
+    memory_lexical_df is exactly FTS5's own count and the count over the live entries, and a
+    query of a common and a rare word ranks as rank-bm25 does."""
+    rng = random.Random(17)
+    vocab = [f"word{i}" for i in range(40)] + ["zebra", "crossing", "marathon", "running"]
+    path = tmp_path / "df.sqlite3"
+    live: dict[str, Entry] = {}
+    ever: set[str] = set()
+    purges = 0
+
+    def text() -> str:
+        words = rng.choices(vocab, [1 / (i + 1) for i in range(len(vocab))], k=rng.randint(0, 12))
+        return " ".join(words + rng.choices(["the", "of", "and"], k=rng.randint(0, 3)))
+
+    def entry() -> Entry:
+        meta = {"description": text()} if rng.random() < 0.2 else None
+        return Entry("s", f"n-{rng.randrange(60)}", text() or "the of", meta)
+
+    with SqliteStore(path) as one, SqliteStore(path) as two:
+        for step in range(300):
+            st_ = one if rng.random() < 0.6 else two
+            roll = rng.random()
+            if roll < 0.55:
+                e = entry()
+                st_.put(e)
+                live[e.name] = e
+            elif roll < 0.7 and live:
+                name = rng.choice(sorted(live))
+                st_.forget("s", name)
+                del live[name]
+            elif roll < 0.85:
+                batch = [entry() for _ in range(rng.randint(1, 5))]
+                batch.append(Entry("s", batch[0].name, text() or "and"))  # the name again
+                st_.put_many(batch)
+                live.update((e.name, e) for e in batch)
+            elif roll < 0.92:
+                with pytest.raises(EntryTooLargeError):
+                    st_.put_many([entry(), entry(), Entry("s", "too-big", "zebra " * 1000)])
+            elif roll < 0.96 and purges < 4 and ever:
+                name = rng.choice(sorted(ever))
+                st_.purge("s", name, reason="test")
+                live.pop(name, None)
+                ever.discard(name)
+                purges += 1
+            elif roll >= 0.98:
+                assert st_.rebuild_lexical() == len(live)
+            ever.update(live)
+            if step % 30 == 29 or step == 299:
+                want = dict(live_doc_freqs(live))
+                assert table_doc_freqs(path) == want, f"after step {step}"
+                assert fts5_doc_freqs(path) == want, f"after step {step}"
+                ref = reference_scores(list(live.values()), "word0 marathon", DEFAULT_TOKENIZER)
+                found = one.search_text("word0 marathon", scopes=["s"], limit=10)
+                assert_agrees([(e.key, s) for e, s in found], ref, 10)
+        assert purges >= 2
+        assert one.check_lexical() == []
+
+
+def test_a_purged_entrys_own_words_leave_the_document_frequency_table(tmp_path: Path) -> None:
+    """A purge erases every copy of what the entry held: a word only it held has no row left."""
+    path = tmp_path / "purge.sqlite3"
+    with SqliteStore(path) as st_:
+        st_.put_many([Entry("u", "address", "lives at 12 quixotic lane"), Entry("u", "b", "lane")])
+        assert table_doc_freqs(path)["quixot"] == 1
+        st_.purge("u", "address", reason="erase")
+        freqs = table_doc_freqs(path)
+        assert "quixot" not in freqs and freqs["lane"] == 1
+        assert st_.verify_erased("u", "address").found == ()

@@ -145,3 +145,85 @@ def test_a_symlinked_chroma_folder_cannot_escape_the_folder_lock(tmp_path: Path)
     assert "link" in str(err.value) and "\n" not in str(err.value)
     with ChromaStore.open(tmp_path / "a", embedder=emb) as a:  # a's lock was not left held
         assert a.get("user", "x").content == "in a"
+
+
+# -- the vector query (docs/recall.md#the-vector-query) ----------------------------------------
+
+VECTOR_QUERY_BYTES = 256 * 403  # the documented bound for a 256-piece window: 103,168 bytes
+
+
+def test_the_vector_leg_reads_a_query_to_its_documented_bound(tmp_path: Path) -> None:
+    """The hashing embedder reads a whole text, so without the cap the 10 MB tail of okapis
+    would decide the vector; with it, the query is its first 103,168 bytes: zebras."""
+    from agentmemory import ChromaStore
+    from embedders import HashingEmbedder
+
+    with ChromaStore.open(tmp_path / "s", embedder=HashingEmbedder(64)) as st:
+        st.put_many([Entry("user", "zebra", "zebra zebra"), Entry("user", "okapi", "okapi okapi")])
+        head = "zebra " * (VECTOR_QUERY_BYTES // 6 + 1)
+        huge = head + "okapi " * 1_700_000  # 10.3 MB
+        prefix = huge.encode()[:VECTOR_QUERY_BYTES].decode()
+        hits = st.recall(huge, scopes=["user"], mode="vector")
+        same = st.recall(prefix, scopes=["user"], mode="vector")
+        tail = st.recall(huge[len(head) :], scopes=["user"], mode="vector")
+    assert [h.entry.name for h in hits] == ["zebra", "okapi"]
+    assert [(h.entry.name, h.score) for h in hits] == [(h.entry.name, h.score) for h in same]
+    assert tail[0].entry.name == "okapi"  # what the uncut text would have matched
+
+
+def test_the_vector_query_drops_a_character_cut_in_two() -> None:
+    from embedders import HashingEmbedder
+    from recallers import vector_query
+
+    assert VECTOR_QUERY_BYTES % 3 == 1
+    cut = vector_query("€" * 40_000, HashingEmbedder(8))  # 3 bytes each: 120,000 bytes
+    assert cut == "€" * (VECTOR_QUERY_BYTES // 3)
+    assert vector_query("short", HashingEmbedder(8)) == "short"
+
+
+def test_the_bound_holds_256_word_pieces_of_the_worst_text() -> None:
+    """The derivation of 403 bytes per word piece, checked with the model's own tokenizer: words
+    of 100 four-byte letters (each one [UNK]) between 3-byte spaces (U+3000) still fill the
+    window within the bound."""
+    from tokenizers import Tokenizer
+
+    from embedders import packaged_model_path
+
+    tok = Tokenizer.from_file(str(packaged_model_path() / "tokenizer.json"))
+    tok.no_truncation()
+    tok.no_padding()
+    for letter, space in (("\U00010330", "\u3000"), ("\U0001f600", " "), ("a", " ")):
+        text = space.join([letter * 100] * 1000)
+        pieces = tok.encode(text.encode()[:VECTOR_QUERY_BYTES].decode("utf-8", "ignore"))
+        assert len(pieces.ids) >= 256, (letter, len(pieces.ids))
+    longest = max(len(w.removeprefix("##").encode()) for w in tok.get_vocab())
+    assert longest <= 400  # every other piece covers less than an [UNK] word
+
+
+@pytest.mark.slow
+def test_a_10_mb_query_through_the_real_model_gives_the_hits_of_its_capped_prefix(
+    tmp_path: Path,
+) -> None:
+    """Before the cap, the tokenizer split all 10 MB before truncating (28 s with MiniLM on a
+    quiet machine); now the vector leg embeds the first 103,168 bytes, and for ordinary text
+    that is the same vector as the whole text's (the window fills long before the bound)."""
+    import numpy as np
+
+    import embedders
+    from agentmemory import ChromaStore
+
+    emb = embedders.get(embedders.DEFAULT_EMBEDDER)
+    assert getattr(emb, "max_seq_length", None) == 256
+    with ChromaStore.open(tmp_path / "s", embedder=emb) as st:
+        st.put_many(
+            [Entry("user", f"n-{i}", f"note {i}: zebras crossing near the lake") for i in range(20)]
+            + [Entry("user", "tax", "quarterly tax filing deadline"), Entry("user", "cat", "cats")]
+        )
+        huge = ("where did we see the zebras crossing the road at night " * 190_000)[:10_000_000]
+        prefix = huge.encode()[:VECTOR_QUERY_BYTES].decode()
+        hits = st.recall(huge, scopes=["user"], mode="vector", limit=8)
+        same = st.recall(prefix, scopes=["user"], mode="vector", limit=8)
+    assert hits and hits[0].entry.name.startswith("n-")
+    assert [(h.entry.name, h.score) for h in hits] == [(h.entry.name, h.score) for h in same]
+    longer, capped = emb.embed([huge[: 3 * VECTOR_QUERY_BYTES], prefix])
+    assert float(np.dot(longer, capped)) > 0.9999  # the cap cut nothing the model reads

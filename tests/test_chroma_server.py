@@ -161,6 +161,32 @@ def test_stores_with_prefixes_share_one_server(client: Any, tmp_path: Path) -> N
         assert two.verify().ok and two.verify().indexed == 1
 
 
+def test_folders_sharing_a_server_by_url_never_share_a_collection(
+    server_port: int, tmp_path: Path
+) -> None:
+    """Two store folders pointed at one server with chroma_url and no prefix: each names its
+    collections after its own store id, so each verifies clean, finds only its own entries, and
+    a repair dropping extra vectors in one leaves the other's alone (before, both used the
+    collection agentmemory_user: each saw the other's vectors as extra)."""
+    url = f"http://127.0.0.1:{server_port}"
+    with (
+        ChromaStore.open(tmp_path / "a", embedder=HashingEmbedder(DIM), chroma_url=url) as a,
+        ChromaStore.open(tmp_path / "b", embedder=HashingEmbedder(DIM), chroma_url=url) as b,
+    ):
+        a.put(Entry("user", "editor", "prefers vim"))
+        b.put(Entry("user", "editor", "prefers emacs"))
+        b.put(Entry("user", "shell", "uses zsh"))
+        assert a.collection_prefix != b.collection_prefix
+        assert a.collection_prefix == "am-" + a.journal_store.store_id.replace("-", "")[:16]
+        assert (a.verify().ok, a.verify().indexed) == (True, 1)
+        assert (b.verify().ok, b.verify().indexed) == (True, 2)
+        assert b.repair().ok and a.verify().indexed == 1
+        hits = a.search_vector(embed("prefers emacs"), limit=5, scopes=["user"])
+        assert [h[0].content for h in hits] == ["prefers vim"]
+    with ChromaStore.open(tmp_path / "a", embedder=HashingEmbedder(DIM), chroma_url=url) as a:
+        assert a.verify().indexed == 1 and a.index_cursor == 1  # the same collections again
+
+
 def test_embedded_store_moves_to_a_server(client: Any, tmp_path: Path) -> None:
     """A folder indexed embedded, then opened over a server client: the first open indexes the
     whole journal on the server (the two indexes keep separate cursors)."""

@@ -227,6 +227,20 @@ def test_collection_prefix_is_checked(tmp_path: Path) -> None:
         assert [c.name for c in st.client.list_collections()] == ["mem_1_a"]
 
 
+def test_scopes_are_the_journals_live_scopes(tmp_path: Path) -> None:
+    """Every store answers scopes(): a ChromaStore's are its journal's, so a scope whose entries
+    were all forgotten is gone although its collection is still in the index."""
+    with open_embedded(tmp_path / "s") as st:
+        assert st.scopes() == []
+        st.put(Entry("user", "cats", "cats purr"))
+        st.put(Entry("project", "plan", "ship on friday"))
+        st.put(Entry("a", "x", "a one-letter scope"))
+        assert st.scopes() == ["a", "project", "user"]
+        st.forget("project", "plan")
+        assert st.scopes() == ["a", "user"] == st.journal_store.scopes()
+        assert "agentmemory_project" in [c.name for c in st.client.list_collections()]
+
+
 @pytest.mark.slow
 def test_real_packaged_model_ranks_by_meaning(tmp_path: Path) -> None:
     """The packaged all-MiniLM-L6-v2, offline: a cat on a mat is nearer a feline on a rug than

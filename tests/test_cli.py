@@ -869,3 +869,34 @@ def test_demo_on_a_conversation_without_turns_says_so(tmp_path: Path) -> None:
     none = tmp_path / "none.json"
     none.write_text("[]")
     one_error_line(run(["demo", "--data", str(none), "--embedder", "hashing"]), "no conversations")
+
+
+_NO_SERVERS = {"AGENTMEMORY_CHROMA_URL": None, "AGENTMEMORY_CHROMA": None, "AGENTMEMORY_DSN": None}
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "shown"),
+    [
+        (["--chroma-url", "db:abc"], {}, "'db:abc': its port is not a number from 1 to 65535"),
+        (["--chroma", "db"], {}, "'db': it has no port"),  # the older name of the option
+        ([], {"AGENTMEMORY_CHROMA_URL": "ftp://db:1"}, "'ftp://db:1': its scheme is 'ftp'"),
+        ([], {"AGENTMEMORY_CHROMA": "db:0"}, "'db:0': its port is not a number"),
+    ],
+)
+def test_a_bad_chroma_server_address_is_one_usage_line_naming_it(
+    store_dir: Path, args: list[str], env: dict[str, str], shown: str
+) -> None:
+    result = run(["list", "--path", str(store_dir), *args], env={**_NO_SERVERS, **env})
+    assert result.exit_code == 2, (result.stdout, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("agentmemory: Invalid value for '--chroma-url' / '--chroma'")
+    assert shown in lines[0] and lines[0].endswith("list --help')")
+    assert not store_dir.exists()
+
+
+def test_a_dsn_without_a_chroma_server_says_which_option_to_give(store_dir: Path) -> None:
+    dsn = "host=127.0.0.1 port=1 dbname=memory user=agent connect_timeout=1"
+    result = run(["search", "vim", "--dsn", dsn, "--path", str(store_dir)], env=_NO_SERVERS)
+    one_error_line(result, "--chroma-url HOST:PORT", "$AGENTMEMORY_CHROMA_URL", "--mode bm25")
+    assert not store_dir.exists()

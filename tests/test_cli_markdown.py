@@ -191,3 +191,33 @@ def test_a_markdown_folder_is_not_made_inside_a_sqlite_store(tmp_path: Path) -> 
     )
     assert sorted(p.name for p in sqlite.iterdir()) == before
     assert [e["content"] for e in listed(sqlite)] == ["kept in sqlite"]
+
+
+def test_a_hand_edit_is_found_by_search_after_a_save_to_another_entry(tmp_path: Path) -> None:
+    """A person edits one entry in an editor; 'agentmemory save' of a different entry journals
+    the edit first, so 'agentmemory search' (hybrid) finds the new text in both legs."""
+    folder = tmp_path / "memory"
+    ok("save", "user/editor", "Uses Neovim with a dark theme.", "--format", "markdown",
+       "--path", str(folder), *HASHING)  # fmt: skip
+    ok("save", "user/language", "Prefers Go over Python for tools.", "--path", str(folder),
+       *HASHING)  # fmt: skip
+    f = folder / "user" / "editor.md"
+    f.write_text(f.read_text().replace("Uses Neovim with a dark theme.", "Switched to Helix."))
+    ok("save", "project/other", "Deploys on Fridays.", "--path", str(folder), *HASHING)
+    journal = [
+        json.loads(x) for x in ok("journal", "--json", "--path", str(folder)).stdout.splitlines()
+    ]
+    assert [(r["entry"]["name"], r.get("source", "")) for r in journal[-2:]] == [
+        ("editor", "reconciled"),
+        ("other", ""),
+    ]
+    found = json.loads(
+        ok("search", "switched helix", "--json", "--path", str(folder), *HASHING).stdout
+    )
+    assert found["mode"] == "hybrid"
+    top = found["hits"][0]
+    assert (top["scope"], top["name"]) == ("user", "editor")
+    assert set(top["legs"]) == {"bm25", "vector"}, top
+    args = ["search", "switched helix", "--mode", "vector", "--json", "--path", str(folder)]
+    vector = json.loads(ok(*args, *HASHING).stdout)
+    assert vector["hits"][0]["name"] == "editor"

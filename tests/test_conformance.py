@@ -97,3 +97,13 @@ def test_harness_stores_satisfy_the_protocol(tmp_path: Path) -> None:
     for kind, make in HARNESSES.items():
         with make(tmp_path / kind, 4096).store() as st:
             assert isinstance(st, Store), kind
+
+
+def test_every_store_here_runs_the_purge_case(tmp_path: Path) -> None:
+    """case_purge passes a store without purge (or whose can_purge is false) without checking
+    anything; every store this project has must purge, so the case really runs on each."""
+    for kind, make in HARNESSES.items():
+        with make(tmp_path / kind, 4096).store() as st:
+            assert callable(getattr(st, "purge", None)), kind
+            assert getattr(st, "can_purge", True) is True, kind
+            assert callable(getattr(st, "verify_erased", None)), kind

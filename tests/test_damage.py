@@ -26,13 +26,18 @@ from agentmemory import (
     AgentMemoryError,
     ChromaStore,
     Entry,
+    FileStore,
     IndexDamagedError,
     IndexDamagedWarning,
+    IndexOutOfStepWarning,
     SqliteStore,
     StoreIOError,
+    open_store,
     tools,
 )
 from agentmemory.cli import main
+from agentmemory.index_damage import DAMAGED_PREFIX, open_store_moving_damage
+from agentmemory.store_check import LexicalCheck, check_reindexed, check_store
 from embedders import HashingEmbedder
 
 
@@ -104,10 +109,11 @@ def test_the_cli_reports_a_damaged_lexical_index_and_repairs_it(tmp_path: Path) 
     with ChromaStore.open(folder, embedder=HashingEmbedder(256)) as st:
         fill(st, 200)
     garble_lexical_pages(folder / "journal.sqlite3")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", IndexDamagedWarning)
-        saved = run("save", "user/fresh", "a fresh zebra", "--path", str(folder), *HASHING)
+    saved = run("save", "user/fresh", "a fresh zebra", "--path", str(folder), *HASHING)
     assert saved.exit_code == 0, saved.output
+    said = saved.stderr.strip().splitlines()  # one line of ours, not Python's warning format
+    assert len(said) == 1 and said[0].startswith("agentmemory: "), said
+    assert "lexical index" in said[0] and "Warning" not in said[0] and ".py:" not in said[0]
     checked = run("verify", "--path", str(folder), *HASHING)
     assert checked.exit_code == 1
     assert "lexical index" in checked.output and "verify --repair" in checked.output
@@ -118,6 +124,61 @@ def test_the_cli_reports_a_damaged_lexical_index_and_repairs_it(tmp_path: Path) 
     assert again.exit_code == 0, again.output
     found = run("search", "fresh zebra", "--mode", "bm25", "--path", str(folder), *HASHING)
     assert found.exit_code == 0 and "1. user/fresh" in found.output, found.output
+
+
+def test_a_store_made_before_the_document_frequencies_opens_with_a_damaged_lexical_index(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Migration m006 fills memory_lexical_df from FTS5's own counts; when FTS5's pages are
+    garbled the open still succeeds, records the damage and says the cure; --repair's rebuild
+    then fills the table."""
+    db = tmp_path / "store" / "journal.sqlite3"
+    with SqliteStore(db) as st:
+        fill(st)
+    with sqlite3.connect(db) as conn:  # the file as the code before m006 left it
+        conn.executescript(
+            "DROP TABLE memory_lexical_df; DELETE FROM store_schema WHERE version = 6;"
+        )
+    conn.close()
+    garble_lexical_pages(db)
+    with SqliteStore(db) as st:
+        assert "verify --repair" in caplog.text and "lexical index is damaged" in caplog.text
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # the damage is known: the write says nothing more
+            st.put(Entry("user", "fresh", "a fresh zebra sighting"))
+        with pytest.raises(IndexDamagedError):
+            st.search_text("zebra", scopes=["user"], limit=5)
+        assert st.check_lexical() != []
+        assert st.rebuild_lexical() == 301
+        assert st.check_lexical() == []
+        with sqlite3.connect(db) as conn:
+            (zebras,) = conn.execute(
+                "SELECT docs FROM memory_lexical_df WHERE term = 'zebra'"
+            ).fetchone()
+        conn.close()
+        assert zebras == 301
+        names = [e.name for e, _ in st.search_text("fresh zebra", scopes=["user"], limit=3)]
+        assert names[0] == "fresh"
+
+
+def test_a_document_frequency_table_out_of_step_is_found_and_repaired(tmp_path: Path) -> None:
+    """A count changed behind the store's back (a tool that edits the file) is a lexical index
+    problem: verify names the table and the term, --repair rebuilds it."""
+    folder = tmp_path / "store"
+    with ChromaStore.open(folder, embedder=HashingEmbedder(256)) as st:
+        fill(st, 50)
+    with sqlite3.connect(folder / "journal.sqlite3") as conn:
+        conn.execute("UPDATE memory_lexical_df SET docs = docs + 7 WHERE term = 'lion'")
+    conn.close()
+    checked = run("verify", "--path", str(folder), *HASHING)
+    assert checked.exit_code == 1
+    assert "memory_lexical_df" in checked.output and "'lion': 57 in the table, 50" in (
+        checked.output
+    ), checked.output
+    repaired = run("verify", "--repair", "--path", str(folder), *HASHING)
+    assert repaired.exit_code == 0, repaired.output
+    assert "lexical index rebuilt: 50 entries" in repaired.output
+    assert run("verify", "--path", str(folder), *HASHING).exit_code == 0
 
 
 def test_the_tools_say_a_damaged_index_is_permanent_and_name_no_host_path(tmp_path: Path) -> None:
@@ -243,6 +304,19 @@ def test_a_damaged_vector_index_takes_writes_and_is_moved_aside_and_rebuilt(
     assert len(warning) == 1 and "vector index" in warning[0] and "verify --repair" in warning[0]
     with SqliteStore(folder / "journal.sqlite3") as journal:
         assert journal.get("user", "fresh").content == "a fresh zebra"
+    # a search still answers, on the BM25 leg, and says why (before: one error line, exit 1)
+    searched = run("search", "fresh zebra", "--path", str(folder), *HASHING, "--json")
+    assert searched.exit_code == 0, searched.output
+    answer = json.loads(searched.stdout)
+    assert answer["mode"] == "bm25" and answer["hits"][0]["name"] == "fresh", answer
+    assert "damaged" in answer["hits"][0]["unavailable"]["vector"]
+    assert "damaged" in searched.stderr and "verify --repair" in searched.stderr
+    with tools_store(folder) as st:  # an agent's memory_search says so too
+        search = {t.name: t for t in tools(st, ["user"])}["memory_search"]
+        result = search({"query": "fresh zebra"})
+        assert not result.is_error and "user/fresh" in result.text
+        assert "vector" in result.text and "damaged" in result.text, result.text
+        assert str(tmp_path) not in result.text  # no host path reaches the model
     checked = run("verify", "--path", str(folder), *HASHING)
     assert checked.exit_code == 1
     lines = checked.stderr.strip().splitlines()
@@ -254,6 +328,16 @@ def test_a_damaged_vector_index_takes_writes_and_is_moved_aside_and_rebuilt(
     assert len(aside) == 1 and aside[0] in repaired.stderr  # the evidence is kept, and named
     found = run("search", "fresh zebra", "--mode", "vector", "--path", str(folder), *HASHING)
     assert "1. user/fresh" in found.stdout, found.output
+
+
+@contextmanager
+def tools_store(folder: Path) -> Iterator[ChromaStore | FileStore]:
+    """The store as the MCP server opens it (:func:`agentmemory.open_store`)."""
+    st = open_store(folder, embedder="hashing:256", create=False)
+    try:
+        yield st
+    finally:
+        st.close()
 
 
 def test_a_journal_shorter_than_its_index_keeps_the_evidence(tmp_path: Path) -> None:
@@ -269,6 +353,13 @@ def test_a_journal_shorter_than_its_index_keeps_the_evidence(tmp_path: Path) -> 
     with ChromaStore.open(folder, embedder=HashingEmbedder(256)) as st:
         st.put_many([Entry("user", f"late-{i}", f"a later note {i}") for i in range(20)])
     db.write_bytes(older.read_bytes())
+    with (
+        pytest.warns(IndexOutOfStepWarning, match="the journal may have lost records"),
+        ChromaStore.open(folder, embedder=HashingEmbedder(256)),
+    ):
+        pass  # opening says so (before, it opened silently and the next write reused seq 31)
+    searched = run("search", "note", "--path", str(folder), *HASHING)
+    assert searched.exit_code == 0 and "journal may have lost records" in searched.stderr
     checked = run("verify", "--path", str(folder), *HASHING)
     assert checked.exit_code == 1
     assert "journal shorter than its index: 20 vectors" in checked.stdout, checked.output
@@ -278,6 +369,52 @@ def test_a_journal_shorter_than_its_index_keeps_the_evidence(tmp_path: Path) -> 
     dropped = run("verify", "--repair", "--drop-orphans", "--path", str(folder), *HASHING)
     assert dropped.exit_code == 0, dropped.output
     assert "journal shorter" not in dropped.stdout
+
+
+def test_check_store_and_the_rebuild_of_a_damaged_index_as_library_calls(tmp_path: Path) -> None:
+    """What verify and reindex call: check_store finds the orphans and keeps them on repair
+    unless told to drop them; open_store_moving_damage moves a damaged chroma/ aside and rebuilds
+    it; check_reindexed counts what the rebuild indexed."""
+    folder = tmp_path / "store"
+    db = folder / "journal.sqlite3"
+    emb = HashingEmbedder(256)
+    with ChromaStore.open(folder, embedder=emb) as st:
+        fill(st, 10)
+    older = tmp_path / "journal-older.sqlite3"
+    older.write_bytes(db.read_bytes())
+    with ChromaStore.open(folder, embedder=emb) as st:
+        st.put_many([Entry("user", f"late-{i}", f"a later note {i}") for i in range(3)])
+    db.write_bytes(older.read_bytes())
+    late = ("user/late-0", "user/late-1", "user/late-2")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IndexOutOfStepWarning)
+        st = ChromaStore.open(folder, embedder=emb)
+    with st:
+        found = check_store(st)
+        assert not found.ok and found.orphans == late and found.index.extra == list(late)
+        assert found.lexical == LexicalCheck()
+        kept = check_store(st, repair=True)
+        assert kept.orphans == late and not kept.ok  # the evidence stays
+        dropped = check_store(st, repair=True, drop_orphans=True)
+        assert dropped.ok and dropped.orphans == () and dropped.index.indexed == 10
+    index = folder / "chroma" / "chroma.sqlite3"
+    with index.open("r+b") as f:
+        f.truncate(index.stat().st_size // 2)
+    with pytest.raises(IndexDamagedError):
+        ChromaStore.open(folder, embedder=emb).close()
+    store, moved = open_store_moving_damage(folder, embedder=emb)
+    with store:
+        assert moved is not None and moved.aside.name.startswith(DAMAGED_PREFIX)
+        assert moved.aside.is_dir() and moved.detail
+        done = check_reindexed(store)
+        assert (done.indexed, done.embedder, done.lexical) == (
+            10,
+            emb.name,
+            LexicalCheck(rebuilt=None),
+        )
+    again, nothing = open_store_moving_damage(folder, embedder=emb)
+    with again:
+        assert nothing is None and check_store(again).ok
 
 
 # -- a read-only store (docs/storage.md#a-read-only-store) -------------------------------------
@@ -332,6 +469,32 @@ def test_a_read_only_store_can_still_be_read(tmp_path: Path) -> None:
             result = run(*args, "--path", str(folder))
             assert result.exit_code == 0, (args, result.output)
             assert "n-" in result.stdout
+
+
+def test_a_read_only_vector_index_takes_no_writes_but_the_journal_does(tmp_path: Path) -> None:
+    """chroma/ (and its sqlite file) may not be written, the journal may: saves land in the
+    journal with a note saying so and what to do (not "damaged"), searches answer from BM25,
+    verify --repair moves nothing aside and says to make the folder writable; once it is,
+    verify --repair indexes what the journal took meanwhile (before: the line said "damaged" and
+    the repair failed with "Operation not permitted")."""
+    folder = tmp_path / "store"
+    with ChromaStore.open(folder, embedder=HashingEmbedder(256)) as st:
+        fill(st, 30)
+    chroma = folder / "chroma"
+    with read_only(chroma, chroma / "chroma.sqlite3"):
+        saved = run("save", "user/fresh", "a fresh zebra", "--path", str(folder), *HASHING)
+        assert saved.exit_code == 0, saved.output
+        assert "may not be written here" in saved.stderr and "damaged" not in saved.stderr
+        found = run("search", "fresh zebra", "--path", str(folder), *HASHING)
+        assert found.exit_code == 0 and "1. user/fresh" in found.stdout, found.output
+        repaired = run("verify", "--repair", "--path", str(folder), *HASHING)
+        assert repaired.exit_code == 1
+        line = repaired.stderr.strip().splitlines()
+        assert len(line) == 1 and "writable" in line[0] and "Operation not permitted" not in line[0]
+        assert not [p for p in folder.iterdir() if p.name.startswith(DAMAGED_PREFIX)]
+    repaired = run("verify", "--repair", "--path", str(folder), *HASHING)
+    assert repaired.exit_code == 0, repaired.output
+    assert "index ok: 31 vectors for 31 live entries" in repaired.stdout
 
 
 def test_a_segment_file_that_crashes_its_loader_is_found_by_a_probe_and_rebuilt(
@@ -421,3 +584,172 @@ def segment_of(folder: Path, collection: str) -> str:
         ).fetchone()[0]
     conn.close()
     return str(found)
+
+
+# -- pages cut from the end of journal.sqlite3 (docs/storage.md#a-cut-journal-file) ------------
+
+LEXICAL_TABLES = {
+    "memory_lexical_data",
+    "memory_lexical_idx",
+    "memory_lexical_content",
+    "memory_lexical_docsize",
+    "memory_lexical_config",
+    "memory_lexical_docs",
+    "sqlite_autoindex_memory_lexical_docs_1",
+    "memory_lexical_df",
+}
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """The command line in a process of its own, as a user runs it: what it logs while opening
+    reaches stderr there (under pytest, the log goes to pytest's handlers instead)."""
+    return subprocess.run(
+        [sys.executable, "-m", "agentmemory", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+
+
+def cli_store(folder: Path, *, purge: bool) -> None:
+    """300 entries imported through the command line; with ``purge``, one entry then purged
+    through it too (its VACUUM writes the tables in schema order, the lexical ones last)."""
+    lines = folder.parent / f"{folder.name}.jsonl"
+    lines.write_text(
+        "".join(
+            json.dumps({"scope": "user", "name": f"n-{i}", "content": f"note {i} about zebras "
+                        "and lions, day " + f"{i} " + "more words here " * (i % 7)}) + "\n"
+            for i in range(301)
+        )
+    )  # fmt: skip
+    done = run("import", str(lines), "--path", str(folder), *HASHING)
+    assert done.exit_code == 0, done.output
+    if purge:
+        done = run("purge", "user/n-300", "--reason", "test", "--path", str(folder), *HASHING)
+        assert done.exit_code == 0, done.output
+
+
+def tail_owners(db: Path, pages: int) -> set[str]:
+    """The tables and indexes whose pages are the last ``pages`` of ``db``, by sqlite's dbstat."""
+    with sqlite3.connect(db) as conn:
+        (count,) = conn.execute("PRAGMA page_count").fetchone()
+        owners = {
+            str(name)
+            for (name,) in conn.execute(
+                "SELECT DISTINCT name FROM dbstat WHERE pageno > ?", (count - pages,)
+            )
+        }
+    conn.close()
+    return owners
+
+
+def cut_pages(db: Path, pages: int) -> None:
+    with db.open("r+b") as f:
+        f.truncate(db.stat().st_size - pages * 4096)
+
+
+@pytest.fixture(scope="module")
+def purged_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("cut") / "store"
+    cli_store(folder, purge=True)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def imported_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("cut") / "store"
+    cli_store(folder, purge=False)
+    return folder
+
+
+@pytest.mark.parametrize("pages", [1, 3, 10])
+def test_pages_cut_from_the_lexical_tables_cost_no_write(
+    tmp_path: Path, purged_store: Path, pages: int
+) -> None:
+    """Before: every command failed at open with "not an sqlite database (database disk image
+    is malformed)". Now the file gets its length back, writes land, and --repair rebuilds."""
+    folder = tmp_path / "store"
+    shutil.copytree(purged_store, folder)
+    db = folder / "journal.sqlite3"
+    assert tail_owners(db, pages) <= LEXICAL_TABLES  # what this test is about: derived pages
+    cut_pages(db, pages)
+    with pytest.raises(sqlite3.DatabaseError, match="malformed"):  # what sqlite does with it
+        sqlite3.connect(db).execute("PRAGMA quick_check").fetchall()
+
+    saved = cli("save", "user/fresh", "a fresh okapi sighting", "--path", str(folder), *HASHING)
+    assert saved.returncode == 0, saved.stderr
+    assert "journal seq 304" in saved.stdout  # 301 imported, a purge wrote 2
+    assert f"{pages} page" in saved.stderr and "shorter than its header" in saved.stderr
+    assert "verify --repair" in saved.stderr and "not an sqlite database" not in saved.stderr
+    shown = run("journal", "--path", str(folder))
+    assert shown.exit_code == 0 and "user/fresh" in shown.stdout.splitlines()[-1]
+
+    found = run("search", "okapi", "--path", str(folder), *HASHING)
+    assert found.exit_code == 0, found.output
+    assert "the bm25 leg failed" in found.stderr and "damaged" in found.stderr
+    assert "(vector)" in found.stdout.splitlines()[0]
+
+    checked = run("verify", "--path", str(folder), *HASHING)
+    assert checked.exit_code == 1
+    assert "shorter than its header" in checked.stdout and "verify --repair" in checked.stdout
+    repaired = run("verify", "--repair", "--path", str(folder), *HASHING)
+    assert repaired.exit_code == 0, repaired.output
+    assert "lexical index rebuilt: 301 entries" in repaired.stdout  # 301 - n-300 + fresh
+    again = run("verify", "--path", str(folder), *HASHING)
+    assert again.exit_code == 0 and "lexical index ok" in again.stdout, again.output
+    found = run("search", "fresh okapi", "--mode", "bm25", "--path", str(folder), *HASHING)
+    assert found.exit_code == 0 and "1. user/fresh" in found.stdout, found.output
+    found = run("search", "note 7 zebras", "--mode", "bm25", "--path", str(folder), *HASHING)
+    assert "1. user/n-7" in found.stdout, found.output
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    conn.close()
+
+
+@pytest.mark.parametrize("pages", [3, 10])
+def test_pages_cut_from_the_journal_tables_say_damaged_with_the_cure(
+    tmp_path: Path, imported_store: Path, pages: int
+) -> None:
+    """An import leaves journal pages among the last ones: a cut takes records with it. Before:
+    "not an sqlite database". Now each command says the journal is damaged and the cure, the
+    records before the damage can still be read, and --repair refuses to rewrite the file."""
+    folder = tmp_path / "store"
+    shutil.copytree(imported_store, folder)
+    db = folder / "journal.sqlite3"
+    assert "memory_journal" in tail_owners(db, pages)
+    cut_pages(db, pages)
+    first = cli("save", "user/fresh", "a fresh okapi", "--path", str(folder), *HASHING)
+    assert first.returncode == 1
+    assert "memory_journal: database disk image is malformed after" in first.stderr
+    for args in (("save", "user/fresh", "a fresh okapi"), ("search", "zebras"), ("verify",),
+                 ("verify", "--repair")):  # fmt: skip
+        said = run(*args, "--path", str(folder), *HASHING)
+        assert said.exit_code == 1, (args, said.output)
+        lines = said.stderr.strip().splitlines()
+        assert len(lines) == 1, (args, lines)
+        assert lines[0].startswith(f"agentmemory: store {folder}: the journal database is damaged")
+        assert "backup" in lines[0] and "shorter than its header" in lines[0]
+        assert "not an sqlite database" not in lines[0]
+    shown = run("journal", "--path", str(folder))
+    assert shown.exit_code == 1 and "damaged" in shown.stderr
+    assert "user/n-0 " in shown.stdout  # what is left before the damage is still printed
+    with SqliteStore(db) as st:
+        problems = st.check_journal()
+        assert any(p.startswith("memory_journal: ") for p in problems), problems
+        with pytest.raises(StoreIOError) as err:
+            st.rebuild_lexical()
+        assert err.value.kind == "damaged" and "memory_journal" in str(err.value)
+
+
+def test_a_cut_read_only_journal_is_read_as_it_is(tmp_path: Path, purged_store: Path) -> None:
+    folder = tmp_path / "store"
+    shutil.copytree(purged_store, folder)
+    db = folder / "journal.sqlite3"
+    cut_pages(db, 3)
+    size = db.stat().st_size
+    with read_only(folder, db), SqliteStore(db) as st:
+        assert st.read_only
+        assert len(st.list("user")) == 300 and st.get("user", "n-7").content.startswith("note 7")
+        assert [c.seq for c in st.journal()] == list(range(1, 304))
+    assert db.stat().st_size == size  # nothing padded it: a read-only store is never written

@@ -209,6 +209,17 @@ def test_invalid_entry_with_if_hash_is_invalid_not_a_conflict() -> None:
         store.put(Entry("user", "a", ""), if_hash="")
 
 
+def test_mem_store_scopes_are_those_with_a_live_entry() -> None:
+    store = MemStore()
+    assert store.scopes() == []
+    store.put(Entry("user", "a", "x"))
+    store.put(Entry("project", "b", "y"))
+    store.put(Entry("a", "c", "z"))
+    assert store.scopes() == ["a", "project", "user"]
+    store.forget("project", "b")
+    assert store.scopes() == ["a", "user"]
+
+
 def test_not_found_is_a_key_error_with_a_readable_message() -> None:
     with pytest.raises(KeyError) as info:
         MemStore().get("user", "nope")

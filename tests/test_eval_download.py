@@ -14,8 +14,8 @@ from typing import ClassVar
 
 import pytest
 
-from agentmemory import DownloadError
-from agentmemory.eval import download, fetch_dataset, find_data, load_locomo
+from agentmemory import DataNotFoundError, DownloadError
+from agentmemory.eval import download, fetch_dataset, find_data, load_locomo, locate_data
 
 BODY = b'[{"sample_id": "conv-1", "conversation": {}, "qa": []}]\n' * 2000  # ~110 KB
 BODY_SHA256 = hashlib.sha256(BODY).hexdigest()
@@ -180,3 +180,19 @@ def test_fetch_a_bad_zip_leaves_nothing(server: tuple[str, type[_Handler]], tmp_
     with pytest.raises(DownloadError, match="not a readable zip"):
         fetch_dataset("scifact", root=tmp_path, url=f"{url}/scifact.zip", progress=False)
     assert _leftovers(tmp_path) == []
+
+
+def test_locate_data_finds_or_fetches_only_when_allowed(tmp_path: Path) -> None:
+    folder = tmp_path / "data"
+    (folder / "locomo").mkdir(parents=True)
+    (folder / "locomo" / "locomo10.json").write_bytes(BODY)
+    said: list[str] = []
+    assert locate_data("locomo", folder, download=True, announce=said.append) == (
+        folder / "locomo" / "locomo10.json"
+    )
+    with pytest.raises(DataNotFoundError, match="--download"):
+        locate_data("scifact", folder)
+    # a --data that holds nothing is never replaced by a download, even with --download
+    with pytest.raises(DataNotFoundError):
+        locate_data("scifact", folder, download=True, announce=said.append)
+    assert said == [] and _leftovers(folder) == ["locomo", "locomo10.json"]

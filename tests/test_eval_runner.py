@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from agentmemory.eval import TurnFormat
-from agentmemory.eval.runner import EvalResult, evaluate, evaluate_beir, evaluate_locomo
+from agentmemory.eval.runner import (
+    EvalResult,
+    evaluate,
+    evaluate_beir,
+    evaluate_locomo,
+    reranker_for,
+    results_path,
+)
 
 
 @pytest.fixture
@@ -259,3 +267,24 @@ def test_a_custom_store_factory_never_reuses_stores_the_default_built(tmp_path: 
     assert custom.stores[0]["path"] != default.stores[0]["path"]
     assert run(store_factory=_prefixed_chroma).stores[0]["reused"] is True
     assert run().stores[0]["reused"] is True, "the default factory's key changed"
+
+
+def test_the_reranker_of_an_evaluation_and_where_its_results_go(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from recallers import RerankerFolderError, UnknownRerankerError
+
+    assert reranker_for(None) is None
+    with pytest.raises(RerankerFolderError, match="never a hub name"):
+        reranker_for(Path("cross-encoder/ms-marco"))  # a path: a local folder, never the hub
+    with pytest.raises(RerankerFolderError):
+        reranker_for(tmp_path)  # a folder without a model's config.json
+    with pytest.raises(UnknownRerankerError, match="colbert"):
+        reranker_for("colbert")  # a str: a registry name
+    monkeypatch.setenv("AGENTMEMORY_CACHE_DIR", str(tmp_path / "cache"))
+    at = 1_700_000_000.0
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(at))
+    assert (
+        results_path("scifact", at=at) == tmp_path / "cache" / "results" / f"scifact-{stamp}.json"
+    )
+    assert not (tmp_path / "cache").exists()

@@ -8,7 +8,9 @@ import json
 import os
 from pathlib import Path
 
-from agentmemory import Entry, FileStore, lost_updates
+import pytest
+
+from agentmemory import ConflictError, Entry, FileStore, lost_updates
 from agentmemory.entries import content_hash
 
 
@@ -189,3 +191,76 @@ def test_the_cursor_is_derived_deleted_damaged_or_foreign_it_is_rebuilt(tmp_path
     assert_chain(st)
     os.remove(state)
     assert st.reconcile().changes == [] and state.exists(), "reconcile writes a lost cursor"
+
+
+class CountingReads(FileStore):
+    """A real FileStore that counts the entry files it opens."""
+
+    reads = 0
+
+    def _read_entry(self, scope: str, name: str) -> tuple[Entry, tuple[int, ...]] | None:
+        self.reads += 1
+        return super()._read_entry(scope, name)
+
+
+def test_a_write_journals_every_hand_change_in_the_folder_first(tmp_path: Path) -> None:
+    """A write to one entry journals what a person changed anywhere in the folder (edited in
+    place, added, removed) as reconciled records, in scope/name byte order, before its own
+    record; a long-lived handle opens only the files whose stat changed since it last looked."""
+    st = CountingReads(tmp_path)
+    for i in range(20):
+        st.put(Entry("user", f"e{i:02d}", f"Entry {i}.\n"))
+    st.put(Entry("project", "gone", "To be removed by hand.\n"))
+    st.reads = 0
+    st.put(Entry("project", "other", "Nothing changed by hand."))
+    assert st.reads <= 3, f"an unchanged folder opened {st.reads} files"
+    path = tmp_path / "user" / "e07.md"
+    with open(path, "r+b") as f:  # edited in place: same inode, the text one byte longer
+        data = f.read()
+        f.seek(0)
+        f.write(data.replace(b"Entry 7.", b"Entry 7!!"))
+    (tmp_path / "user" / "added.md").write_text("Added by a person.\n")
+    (tmp_path / "project" / "gone.md").unlink()
+    st.reads = 0
+    mine = st.put(Entry("project", "other", "Written by the agent."))
+    assert st.reads <= 5, f"three hand changes opened {st.reads} files"
+    tail = list(st.journal(after=mine.seq - 4))
+    assert [(c.entry.key, c.source, c.entry.deleted) for c in tail] == [
+        ("project/gone", "reconciled", True),
+        ("user/added", "reconciled", False),
+        ("user/e07", "reconciled", False),
+        ("project/other", "", False),
+    ]
+    assert tail[2].entry.content == "Entry 7!!\n" and tail[2].prev == content_hash("Entry 7.\n")
+    assert_chain(st)
+    assert st.reconcile().changes == [], "nothing is left for reconcile"
+    assert "added" in (tmp_path / "user" / "INDEX.md").read_text()
+    assert "gone" not in (tmp_path / "project" / "INDEX.md").read_text()
+    hits = st.recall("entry 7!!", scopes=["user"], mode="bm25")
+    assert hits[0].entry.key == "user/e07"
+    # a fresh handle (a one-shot process) looks at every file once, then only at changes
+    fresh = CountingReads(tmp_path)
+    fresh.put(Entry("project", "third", "Another write."))
+    assert fresh.reads >= 22
+    fresh.reads = 0
+    fresh.put(Entry("project", "fourth", "And another."))
+    assert fresh.reads <= 3
+    assert [c.source for c in fresh.journal(after=mine.seq)] == ["", ""]
+
+
+def test_a_refused_write_journals_no_hand_change(tmp_path: Path) -> None:
+    """A write refused by its precondition writes nothing, the hand edit elsewhere included;
+    the next write journals it."""
+    st = FileStore(tmp_path)
+    st.put(Entry("user", "a", "Alpha.\n"))
+    st.put(Entry("user", "b", "Beta.\n"))
+    (tmp_path / "user" / "a.md").write_text("Alpha, by hand.\n")
+    n = st.last_seq()
+    with pytest.raises(ConflictError):
+        st.put(Entry("user", "b", "Beta 2.\n"), if_hash="sha256:" + "0" * 64)
+    assert st.last_seq() == n
+    st.put(Entry("user", "b", "Beta 2.\n"))
+    assert [(c.entry.key, c.source) for c in st.journal(after=n)] == [
+        ("user/a", "reconciled"),
+        ("user/b", ""),
+    ]

@@ -40,6 +40,7 @@ OURS_ON_IMPORT = {
     "agentmemory.index_sync",
     "agentmemory.journal",
     "agentmemory.journal_file",
+    "agentmemory.journal_rewrite",
     "agentmemory.journal_store",
     "agentmemory.kinds",
     "agentmemory.lock_file",
@@ -48,6 +49,7 @@ OURS_ON_IMPORT = {
     "agentmemory.recalled",
     "agentmemory.render",
     "agentmemory.rules",
+    "agentmemory.save_entry",
     "agentmemory.session",
     "agentmemory.sqlite_store",
     "agentmemory.store",
@@ -80,6 +82,7 @@ OURS_ON_IMPORT = {
     "recallers.reranker_registry",
     "recallers.tokenizer",
     "recallers.vector",
+    "recallers.vector_query",
 }
 
 # The third-party top-level packages `import agentmemory` may load: numpy (vectors are numpy arrays
@@ -120,6 +123,30 @@ def test_import_agentmemory_loads_only_the_allow_listed_modules() -> None:
         f"import agentmemory loads {sorted(third_party - THIRD_PARTY_ON_IMPORT)}"
     )
     assert "Stemmer" not in tops
+
+
+_CLI_REPORT = """
+import json, sys
+import agentmemory
+before = set(sys.modules)
+import agentmemory.cli
+print(json.dumps(sorted(set(sys.modules) - before)))
+"""
+
+
+def test_the_command_line_loads_its_modules_and_nothing_heavy() -> None:
+    # `agentmemory --help` imports the CLI: each command imports what it needs when it runs
+    out = subprocess.run(
+        [sys.executable, "-c", _CLI_REPORT], capture_output=True, text=True, check=True, cwd=ROOT
+    ).stdout
+    loaded = set(json.loads(out))
+    cli = {m for m in loaded if m.startswith("agentmemory.cli")}
+    modules = {f"agentmemory.cli.{p.stem}" for p in (ROOT / "agentmemory" / "cli").glob("*.py")}
+    assert cli == (modules - {"agentmemory.cli.__init__"}) | {"agentmemory.cli"}
+    ours = {m for m in loaded if m.split(".")[0] in PACKAGES} - cli
+    assert ours == {"agentmemory.jsonl"}  # IMPORT_BATCH, the default of import --batch
+    heavy = {"torch", "chromadb", "sentence_transformers", "onnxruntime", "mcp", "tqdm"}
+    assert not heavy & {m.split(".")[0] for m in loaded}
 
 
 def _module_name(path: Path) -> str:

@@ -23,7 +23,7 @@ from agentmemory import (
     StoreIOError,
 )
 from agentmemory.cli import main
-from agentmemory.jsonl import export_entries, import_entries, read_entries
+from agentmemory.jsonl import export_entries, export_file, import_entries, read_entries
 
 # Every character Python's str.splitlines() breaks on besides "\n": what a reader that splits on
 # them would cut a JSON string at.
@@ -258,3 +258,19 @@ def test_cli_export_and_list_json_round_trip_any_content(
 
     want = sorted((scope, e.name, e.content, e.meta or None) for e in entries)
     assert fields(exported) == fields(again) == want
+
+
+def test_export_file_is_written_whole_or_not_at_all(tmp_path: Path) -> None:
+    folder = tmp_path / "out"
+    folder.mkdir()
+    with SqliteStore(tmp_path / "journal.sqlite3") as store:
+        store.put(Entry("user", "a", "first"))
+        store.put(Entry("user", "b", "second"))
+        out = folder / "out.jsonl"
+        out.write_text("an older, longer export\n" * 10)
+        with pytest.raises(OSError):  # no such folder: nothing is made
+            export_file(store, tmp_path / "missing" / "out.jsonl", ["user"])
+        assert not (tmp_path / "missing").exists()
+        assert export_file(store, out, ["user"]) == 2  # the older file replaced whole
+    assert [json.loads(x)["name"] for x in out.read_text().splitlines()] == ["a", "b"]
+    assert [p.name for p in folder.iterdir()] == ["out.jsonl"]  # no temporary file left

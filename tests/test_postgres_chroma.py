@@ -6,17 +6,27 @@ and four processes sharing nothing but the DSN and the server's address."""
 from __future__ import annotations
 
 import itertools
+import os
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from pg_cluster import Cluster
-from test_chroma_server import client, server_port  # noqa: F401 (fixtures: one server)
+from test_chroma_server import client, free_port, server_port  # noqa: F401 (fixtures: one server)
 
-from agentmemory import ChromaStore, Entry, lost_updates
+from agentmemory import (
+    ChromaAddressError,
+    ChromaServerError,
+    ChromaStore,
+    Entry,
+    lost_updates,
+    open_journal,
+    open_store,
+)
 from agentmemory.postgres_store import PostgresStore
 from agentmemory.testing import CASES, Harness
 from embedders import HashingEmbedder
@@ -85,25 +95,103 @@ def test_the_cursor_lives_in_the_database_so_another_process_catches_up(
         assert report.ok and report.live == 1 and report.indexed == 1, report
 
 
+_SERVER_ENV = (
+    "AGENTMEMORY_DSN",
+    "AGENTMEMORY_CHROMA_URL",
+    "AGENTMEMORY_CHROMA",
+    "AGENTMEMORY_PATH",
+)
+
+
+def test_open_store_with_a_dsn_and_a_chroma_address(
+    pg_dsn: str,
+    client: Any,  # noqa: F811
+    server_port: int,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in _SERVER_ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))  # the default store folder would be under it
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    address = f"127.0.0.1:{server_port}"
+    with open_store(dsn=pg_dsn, chroma_url=address, embedder="hashing:32") as st:
+        assert isinstance(st, ChromaStore) and isinstance(st.journal_store, PostgresStore)
+        st.put(Entry("user", "editor", "Prefers dark mode in Vim."))
+        st.put(Entry("project", "deploy", "Deploys go through the staging cluster first."))
+        hits = st.recall("dark mode editor", scopes=["project", "user"], mode="hybrid")
+        assert hits[0].entry.name == "editor" and set(hits[0].legs) == {"bm25", "vector"}
+        prefix, user_collection = st.collection_prefix, st.collection_name("user")
+    with PostgresStore(pg_dsn) as journal:  # the prefix is the database's own store id
+        assert prefix == "am-" + journal.store_id.replace("-", "")[:16]
+    assert client.get_collection(user_collection).count() == 1  # the vectors are on the server
+    # Everything from the environment (the address as a URL), the embedder the journal records.
+    monkeypatch.setenv("AGENTMEMORY_DSN", pg_dsn)
+    monkeypatch.setenv("AGENTMEMORY_CHROMA_URL", f"http://{address}")
+    with open_store() as st:
+        assert st.embedder.name == "hashing:32" and st.collection_prefix == prefix
+        report = st.verify()
+        assert report.ok and report.live == report.indexed == 2, report
+    with open_journal() as journal:  # the journal alone: BM25 in the database
+        assert isinstance(journal, PostgresStore)
+        found = journal.recall("staging cluster", scopes=["project", "user"])
+        assert [h.entry.name for h in found] == ["deploy"]
+    monkeypatch.delenv("AGENTMEMORY_CHROMA_URL")
+    with pytest.raises(ChromaAddressError, match="open_journal"):
+        open_store()
+    assert list(tmp_path.iterdir()) == [], "a store on servers wrote a local folder"
+
+
+def test_open_store_on_servers_takes_the_default_embedder_and_closes_what_it_opened(
+    pg_cluster: Cluster,
+    server_port: int,  # noqa: F811
+) -> None:
+    dsn = pg_cluster.create_database()
+    with open_store(dsn=dsn, chroma_url=f"127.0.0.1:{server_port}") as st:
+        assert st.embedder.name == "onnx:all-MiniLM-L6-v2"  # choose_embedder's first choice
+    with pytest.raises(ChromaServerError, match="no Chroma server"):
+        open_store(dsn=dsn, chroma_url=f"127.0.0.1:{free_port()}", embedder="hashing:32")
+    with psycopg.connect(dsn, autocommit=True) as conn:  # the journal was closed again
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'agentmemory'"
+            " AND datname = current_database()"
+        ).fetchone()
+    assert row == (0,)
+
+
+def open_hosted(dsn: str, address: str) -> ChromaStore:
+    store = open_store(dsn=dsn, chroma_url=address, embedder=HashingEmbedder(DIM))
+    assert isinstance(store, ChromaStore)
+    return store
+
+
 def test_four_processes_sharing_only_the_dsn_and_the_server(
     pg_dsn: str,
     client: Any,  # noqa: F811
     server_port: int,  # noqa: F811
+    tmp_path: Path,
 ) -> None:
-    prefix = "pgfour"
-    with open_over(pg_dsn, client, prefix) as st:
+    address = f"127.0.0.1:{server_port}"
+    with open_hosted(pg_dsn, address) as st:
         st.put(Entry("user", "shared", "facts:"))
-    argv = [sys.executable, str(WRITER_SCRIPT), "chroma", pg_dsn, str(server_port), prefix]
-    procs = [
-        subprocess.Popen(
-            [*argv, str(w), str(ITERATIONS)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
+    argv = [sys.executable, str(WRITER_SCRIPT), "chroma", pg_dsn, address]
+    hosts = [tmp_path / f"host{w}" for w in range(PROCESSES)]
+    procs = []
+    for w, host in enumerate(hosts):  # each its own working folder and HOME, nothing shared
+        (host / "home").mkdir(parents=True)
+        (host / "work").mkdir()
+        procs.append(
+            subprocess.Popen(
+                [*argv, str(w), str(ITERATIONS)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                cwd=host / "work",
+                env={**os.environ, "HOME": str(host / "home")},
+            )
         )
-        for w in range(PROCESSES)
-    ]
     try:
         for p in procs:
             assert p.stdout is not None
@@ -122,7 +210,10 @@ def test_four_processes_sharing_only_the_dsn_and_the_server(
             if p.poll() is None:
                 p.kill()
                 p.wait()
-    with open_over(pg_dsn, client, prefix) as st:
+    for host in hosts:  # no host kept any of the memory in a local folder
+        assert list((host / "work").iterdir()) == [], f"{host.name} wrote into its cwd"
+        assert list((host / "home").iterdir()) == [], f"{host.name} wrote into its HOME"
+    with open_hosted(pg_dsn, address) as st:
         changes = list(st.journal())
         n = 1 + PROCESSES * ITERATIONS * 2
         assert [c.seq for c in changes] == list(range(1, n + 1))

@@ -1,6 +1,7 @@
 """The command line on servers: ``--dsn`` / ``$AGENTMEMORY_DSN`` keeps the journal in PostgreSQL
-(tests/pg_cluster.py) and ``--chroma`` / ``$AGENTMEMORY_CHROMA`` the vectors on a Chroma server
-(started as tests/test_chroma_server.py starts it); each command is its own process."""
+(tests/pg_cluster.py) and ``--chroma-url`` / ``$AGENTMEMORY_CHROMA_URL`` (older names ``--chroma``
+/ ``$AGENTMEMORY_CHROMA``) the vectors on a Chroma server (started as tests/test_chroma_server.py
+starts it); each command is its own process."""
 
 from __future__ import annotations
 
@@ -32,10 +33,10 @@ def test_commands_share_a_postgres_journal_and_a_chroma_server(
     chroma = f"127.0.0.1:{server_port}"
     saved = run(
         "save", "user/editor", "Prefers dark mode in Vim.", "--embedder", "hashing:32",
-        "--dsn", pg_dsn, "--chroma", chroma,
+        "--dsn", pg_dsn, "--chroma-url", chroma,
     )  # fmt: skip
     assert saved.returncode == 0, saved.stderr
-    hosts = {"AGENTMEMORY_DSN": pg_dsn, "AGENTMEMORY_CHROMA": chroma}
+    hosts = {"AGENTMEMORY_DSN": pg_dsn, "AGENTMEMORY_CHROMA_URL": f"http://{chroma}"}
     assert run("save", "project/build", "Run make check first.", env=hosts).returncode == 0
     found = run("search", "dark", "mode", "--json", env=hosts)
     assert found.returncode == 0, found.stderr
@@ -49,10 +50,13 @@ def test_commands_share_a_postgres_journal_and_a_chroma_server(
     assert bm25.returncode == 0 and "user/editor" in bm25.stdout, bm25.stderr
     no_vectors = run("search", "vim", "--dsn", pg_dsn)
     assert no_vectors.returncode != 0
-    assert no_vectors.stderr.count("\n") == 1 and "--chroma HOST:PORT" in no_vectors.stderr
+    assert no_vectors.stderr.count("\n") == 1 and "--chroma-url HOST:PORT" in no_vectors.stderr
     verified = run("verify", "--json", env=hosts)
     assert verified.returncode == 0, verified.stderr
     assert json.loads(verified.stdout)["ok"] is True
+    aliased = run("search", "vim", "--json", "--dsn", pg_dsn, "--chroma", chroma)  # older name
+    assert aliased.returncode == 0, aliased.stderr
+    assert set(json.loads(aliased.stdout)["hits"][0]["legs"]) == {"bm25", "vector"}
     journal = run("journal", "--json", "--dsn", pg_dsn)
     assert journal.returncode == 0, journal.stderr
     assert journal.stdout.count('"seq"') == 2
@@ -130,3 +134,26 @@ def test_export_reads_the_postgres_journal_given_by_dsn(pg_dsn: str, tmp_path: P
     assert md.returncode == 0, md.stderr
     assert "exported 1 entries" in md.stderr
     assert (folder / "user" / "editor.md").read_text().endswith("---\nPrefers dark mode.")
+
+
+def test_a_folder_keeps_its_vectors_on_the_server_chroma_url_names(
+    server_port: int,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "store"
+    address = f"127.0.0.1:{server_port}"
+    saved = run(
+        "save", "user/editor", "Prefers dark mode in Vim.", "--embedder", "hashing:32",
+        "--path", str(folder), "--chroma-url", address,
+    )  # fmt: skip
+    assert saved.returncode == 0, saved.stderr
+    assert (folder / "journal.sqlite3").is_file()
+    assert not (folder / "chroma").exists(), "the index went to an embedded folder"
+    found = run(
+        "search", "dark", "mode", "--json", "--path", str(folder),
+        env={"AGENTMEMORY_CHROMA": f"http://{address}"},  # the older variable, a URL
+    )  # fmt: skip
+    assert found.returncode == 0, found.stderr
+    hits = json.loads(found.stdout)["hits"]
+    assert (hits[0]["name"], set(hits[0]["legs"])) == ("editor", {"bm25", "vector"})
+    assert not (folder / "chroma").exists()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -39,7 +40,7 @@ from agentmemory import (
     StoreUnavailableError,
     lost_updates,
 )
-from agentmemory.postgres_store import PostgresStore, dsn_where
+from agentmemory.postgres_store import PG_MIGRATIONS, PostgresStore, dsn_where
 from agentmemory.testing import CASES, Harness
 from recallers import DEFAULT_TOKENIZER, MAX_QUERY_BYTES, MAX_QUERY_TERMS, Tokenizer
 from recallers.pg_bm25 import PgBM25Index
@@ -403,6 +404,60 @@ def test_a_newer_schema_and_a_foreign_table_are_refused(pg_cluster: Cluster) -> 
         PostgresStore(other)
     with psycopg.connect(other, autocommit=True) as conn:  # nothing was created
         assert conn.execute("SELECT to_regclass('memory_entries')").fetchone() == (None,)
+
+
+class _StepTwoStore(PostgresStore):
+    """A store of the schema as it was before ``m003_store_id``: the real migration functions of
+    postgres_store, steps 1 and 2 only."""
+
+    _migrations = PG_MIGRATIONS[:2]
+
+
+def _schema(dsn: str) -> list[tuple[int, str, str]]:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        rows = conn.execute("SELECT version, name, applied FROM store_schema ORDER BY version")
+        return [(int(v), str(n), str(a)) for v, n, a in rows.fetchall()]
+
+
+def test_a_database_of_an_older_schema_is_migrated_on_open_and_keeps_its_data(
+    pg_dsn: str,
+) -> None:
+    with _StepTwoStore(pg_dsn) as old:
+        old.put(Entry("user", "editor", "Prefers dark mode in Vim.", {"description": "Editor"}))
+        old.put(Entry("project", "deploy", "Deploys go through the staging cluster first."))
+        old.put(Entry("user", "editor", "Prefers dark mode in Neovim."))
+        old.put(Entry("user", "gone", "Soon forgotten."))
+        old.forget("user", "gone")
+        old.set_state("app:marker", "kept")
+        before_journal = list(old.journal())
+        before_live = [*old.list("project"), *old.list("user")]
+        assert old.get_state("store.id") is None  # m003 made it; this schema has none
+    old_schema = _schema(pg_dsn)
+    assert [(v, n) for v, n, _ in old_schema] == [(1, "m001_initial"), (2, "m002_lexical_index")]
+    assert len(before_journal) == 5
+    with PostgresStore(pg_dsn) as new:  # today's code: step 3 applied on open
+        assert _schema(pg_dsn)[:2] == old_schema  # the applied steps are not run again
+        assert [(v, n) for v, n, _ in _schema(pg_dsn)] == [
+            (1, "m001_initial"),
+            (2, "m002_lexical_index"),
+            (3, "m003_store_id"),
+        ]
+        store_id = new.store_id
+        assert re.fullmatch(
+            r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", store_id
+        )
+        assert list(new.journal()) == before_journal
+        assert [*new.list("project"), *new.list("user")] == before_live
+        assert new.get("user", "editor").content == "Prefers dark mode in Neovim."
+        assert new.get_state("app:marker") == "kept"
+        hits = new.recall("staging cluster", scopes=["project", "user"], mode="bm25")
+        assert [h.entry.key for h in hits] == ["project/deploy"]
+        assert new.put(Entry("user", "tz", "Europe/London")).seq == 6  # seq goes on
+    with PostgresStore(pg_dsn) as again:  # recorded: nothing applied twice, the id stays
+        assert again.store_id == store_id
+        assert len(_schema(pg_dsn)) == 3
+    with pytest.raises(StoreFormatError, match=r"version 3 \(m003_store_id\).*upgrade"):
+        _StepTwoStore(pg_dsn)  # and the older code now refuses the newer schema
 
 
 def _blocked_writer_pid(dsn: str) -> int:

@@ -1,6 +1,7 @@
 """Provenance (message, tool, reason beside the session) and forget_session
 (docs/kinds.md#provenance, docs/kinds.md#forgetting-a-session), on MemStore, SqliteStore,
-FileStore and ChromaStore (hashing vectors); a property test over 4 scopes and 3 sessions."""
+FileStore and ChromaStore (hashing vectors); a property test over 4 scopes and 3 sessions on
+MemStore, SqliteStore and ChromaStore (its vectors too)."""
 
 from __future__ import annotations
 
@@ -222,6 +223,41 @@ writes = st.lists(
 )
 
 
+def check_forget_session_leaves_others_alone(
+    st_: Store, ops: list[tuple[str, str, str, bool, int]], target: str, allowed: list[str]
+) -> tuple[list[tuple[str, str]], set[tuple[str, str]]]:
+    """Run ``ops``, forget ``target``'s entries in ``allowed`` and check what went and what
+    stayed; return the forgotten ``(scope, name)`` pairs and the live ones."""
+    for scope in SCOPES:  # every scope known to the journal
+        st_.put(Entry(scope, "seed", "seed"))
+    for sess, scope, name, drop, v in ops:
+        with session(sess):
+            if drop:
+                with contextlib.suppress(NotFoundError):
+                    st_.forget(scope, name)
+            else:
+                st_.put(Entry(scope, name, f"{sess} wrote {v}"))
+    before = {(s, e.name): e for s in SCOPES for e in st_.list(s)}
+    last: dict[tuple[str, str], str] = {}
+    for c in st_.journal():
+        last[(c.entry.scope, c.entry.name)] = c.session
+    expected = sorted(
+        (k for k in before if k[0] in allowed and last[k] == target),
+        key=lambda k: (allowed.index(k[0]), k[1]),
+    )
+    n = len(list(st_.journal()))
+    with session("cleaner"):
+        gone = forget_session(st_, target, allowed)
+    assert [(c.entry.scope, c.entry.name) for c in gone] == expected
+    assert all(c.entry.deleted and c.session == "cleaner" for c in gone)
+    assert len(list(st_.journal())) == n + len(expected)  # one record per entry
+    after = {(s, e.name): e for s in SCOPES for e in st_.list(s)}
+    assert set(after) == set(before) - set(expected)
+    for k, e in after.items():
+        assert e.hash == before[k].hash and e.updated == before[k].updated
+    return expected, set(after)
+
+
 @pytest.mark.parametrize("kind", ["mem", "sqlite"])
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
@@ -235,33 +271,36 @@ def test_forget_session_leaves_others_alone(
     with tempfile.TemporaryDirectory() as tmp:
         st_ = open_store(kind, Path(tmp))
         try:
-            for scope in SCOPES:  # every scope known to the journal
-                st_.put(Entry(scope, "seed", "seed"))
-            for sess, scope, name, drop, v in ops:
-                with session(sess):
-                    if drop:
-                        with contextlib.suppress(NotFoundError):
-                            st_.forget(scope, name)
-                    else:
-                        st_.put(Entry(scope, name, f"{sess} wrote {v}"))
-            before = {(s, e.name): e for s in SCOPES for e in st_.list(s)}
-            last: dict[tuple[str, str], str] = {}
-            for c in st_.journal():
-                last[(c.entry.scope, c.entry.name)] = c.session
-            expected = sorted(
-                (k for k in before if k[0] in allowed and last[k] == target),
-                key=lambda k: (allowed.index(k[0]), k[1]),
-            )
-            n = len(list(st_.journal()))
-            with session("cleaner"):
-                gone = forget_session(st_, target, allowed)
-            assert [(c.entry.scope, c.entry.name) for c in gone] == expected
-            assert all(c.entry.deleted and c.session == "cleaner" for c in gone)
-            assert len(list(st_.journal())) == n + len(expected)  # one record per entry
-            after = {(s, e.name): e for s in SCOPES for e in st_.list(s)}
-            assert set(after) == set(before) - set(expected)
-            for k, e in after.items():
-                assert e.hash == before[k].hash and e.updated == before[k].updated
+            check_forget_session_leaves_others_alone(st_, ops, target, allowed)
+        finally:
+            st_.close()
+
+
+def vector_ids(st_: ChromaStore, scope: str) -> set[str]:
+    """The ids of the vectors Chroma holds for ``scope`` (read by id, not by a query)."""
+    col = st_.client.get_collection(st_.collection_name(scope), embedding_function=None)
+    return set(col.get(include=[])["ids"])
+
+
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    ops=writes,
+    target=st.sampled_from(SESSIONS),
+    allowed=st.lists(st.sampled_from(SCOPES), min_size=1, max_size=4, unique=True),
+)
+def test_forget_session_leaves_others_alone_in_chroma(
+    ops: list[tuple[str, str, str, bool, int]], target: str, allowed: list[str]
+) -> None:
+    """The same property on a ChromaStore (hashing vectors, fewer examples: each opens a
+    Chroma folder): the forgotten entries' vectors are gone, every other live entry's stays."""
+    with tempfile.TemporaryDirectory() as tmp:
+        st_ = open_store("chroma", Path(tmp))
+        assert isinstance(st_, ChromaStore)
+        try:
+            gone, live = check_forget_session_leaves_others_alone(st_, ops, target, allowed)
+            held = {(s, i.split("/", 1)[1]) for s in SCOPES for i in vector_ids(st_, s)}
+            assert held == live
+            assert not held & set(gone)
         finally:
             st_.close()
 

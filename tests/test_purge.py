@@ -22,9 +22,11 @@ from pg_cluster import Cluster
 from agentmemory import (
     ChromaStore,
     Entry,
+    FileStore,
     InvalidEntryError,
     MemStore,
     SqliteStore,
+    StoreLockedError,
     lost_updates,
     provenance,
     purge_session,
@@ -67,8 +69,12 @@ def scan(folder: Path) -> list[str]:
     return hits
 
 
-def write_history(st: MemStore | SqliteStore | ChromaStore) -> dict[str, str]:
-    """The issue's scenario: others around a secret saved, patched three times, forgotten."""
+AnyStore = MemStore | SqliteStore | ChromaStore | FileStore
+
+
+def write_history(st: AnyStore, *, forget: bool = True) -> dict[str, str]:
+    """The issue's scenario: others around a secret saved, patched three times, forgotten (or
+    left live when ``forget`` is false)."""
     others = {"tea": "Likes green tea", "editor": "Uses vim for Go"}
     st.put(Entry("user", "tea", others["tea"]))
     for i, text in enumerate(VERSIONS):
@@ -77,19 +83,38 @@ def write_history(st: MemStore | SqliteStore | ChromaStore) -> dict[str, str]:
         st.put(Entry("user", f"between-{i}", f"Meeting note {i} about the garden"))
         others[f"between-{i}"] = f"Meeting note {i} about the garden"
     st.put(Entry("project", "editor", others["editor"]))
-    st.forget("user", "address")
+    if forget:
+        st.forget("user", "address")
     return others
 
 
-def _stores(tmp_path: Path) -> dict[str, Callable[[], MemStore | SqliteStore | ChromaStore]]:
+def _stores(tmp_path: Path) -> dict[str, Callable[[], AnyStore]]:
     return {
         "mem": MemStore,
         "sqlite": lambda: SqliteStore(tmp_path / "s" / "journal.sqlite3"),
         "chroma": lambda: ChromaStore(tmp_path / "s", embedder=EMBEDDER),
+        "file": lambda: FileStore(tmp_path / "s"),
+        "file-vectors": lambda: FileStore(tmp_path / "s", embedder=EMBEDDER),
     }
 
 
-@pytest.fixture(params=["mem", "sqlite", "chroma"])
+def _has_vectors(st: AnyStore) -> bool:
+    return isinstance(st, ChromaStore) or (isinstance(st, FileStore) and st.embedder is not None)
+
+
+def _reopen_in_a_fresh_process(folder: Path) -> dict[str, object]:
+    out = subprocess.run(
+        [sys.executable, str(PROC), str(folder), "reopen"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
+    got: dict[str, object] = json.loads(out.stdout.strip().splitlines()[-1])
+    return got
+
+
+@pytest.fixture(params=["mem", "sqlite", "chroma", "file", "file-vectors"])
 def kind(request: pytest.FixtureRequest) -> Iterator[str]:
     yield str(request.param)
 
@@ -104,7 +129,7 @@ def test_purge_leaves_no_copy(kind: str, tmp_path: Path) -> None:
     pw_seqs = [c.seq for c in before if c.entry.name == "address"]
     assert receipt.redacted == tuple(pw_seqs) and receipt.tombstone is None
     assert receipt.record.seq == len(before) + 1
-    if kind == "chroma":
+    if _has_vectors(st):
         assert any("rebuilt" in w for w in receipt.rewritten)
     if kind != "mem":
         assert scan(tmp_path / "s") == []
@@ -113,14 +138,17 @@ def test_purge_leaves_no_copy(kind: str, tmp_path: Path) -> None:
     # neither leg finds it; everything else is found
     assert st.search(["user"], SECRET) == []
     assert [h.entry.name for h in st.recall(SECRET, scopes=["user"], mode="bm25")] == []
-    if isinstance(st, ChromaStore):
+    if _has_vectors(st):
         names = [h.entry.name for h in st.recall(VERSIONS[3], scopes=["user"], mode="vector")]
         assert "address" not in names and names
+    if isinstance(st, ChromaStore):
         assert st.verify().ok
     for name, content in others.items():
         scope = "project" if name == "editor" else "user"
         assert st.get(scope, name).content == content
         assert st.search([scope], content)[0].name == name
+        hits = st.recall(content, scopes=[scope], mode="bm25")
+        assert hits and hits[0].entry.name == name
     journal = list(st.journal())
     assert [c.seq for c in journal] == list(range(1, len(before) + 2))
     for old, new in zip(before, journal, strict=False):
@@ -138,22 +166,21 @@ def test_purge_leaves_no_copy(kind: str, tmp_path: Path) -> None:
         with SqliteStore(tmp_path / "s" / "journal.sqlite3") as st2:
             assert list(st2.journal()) == journal and st2.recovery is None
             assert st2.verify_erased("user", "address").erased
-    elif kind == "chroma":
+    elif kind == "file":
+        with FileStore(tmp_path / "s") as fs:
+            assert list(fs.journal()) == journal and fs.recovery is None
+            assert fs.verify_erased("user", "address").erased and fs.damaged_lines() == []
+            assert fs.reconcile().changes == [], "files, journal and cursor agree"
+    elif kind in ("chroma", "file-vectors"):
         # A fresh process, as a restart is, finds the erasure whole.
-        out = subprocess.run(
-            [sys.executable, str(PROC), str(tmp_path / "s"), "reopen"],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=300,
-        )
-        got = json.loads(out.stdout.strip().splitlines()[-1])
+        got = _reopen_in_a_fresh_process(tmp_path / "s")
         assert got == {
             "records": len(journal),
             "last": "user asked for erasure",
-            "verify": True,
+            "verify": True if kind == "chroma" else None,
             "erased": True,
             "recovery": None,
+            "vector_hits": sorted(n for n in others if n != "editor"),
         }
     assert scan(tmp_path / "s") == []
 
@@ -218,7 +245,7 @@ def test_bad_reason_writes_nothing(reason: str, tmp_path: Path) -> None:
         assert st.last_seq() == 1 and st.get("user", "address").content == VERSIONS[0]
 
 
-def _kill_at(path: Path, phase: str) -> None:
+def _kill_at(path: Path | str, phase: str) -> None:
     proc = subprocess.Popen(
         [sys.executable, str(PROC), str(path), phase], stdout=subprocess.PIPE, text=True
     )
@@ -358,6 +385,42 @@ def test_postgres_purge_leaves_no_copy_in_the_tables_files(pg_cluster: Cluster) 
         assert [c.seq for c in journal] == list(range(1, len(before) + 2))
         assert journal[-1].source == SOURCE_PURGED and lost_updates(st) == []
     assert _table_file_hits(pg_cluster, dsn) == []
+    with PostgresStore(dsn) as st:  # reopen: the same journal, nothing to recover, erased
+        assert list(st.journal()) == journal and st.recovery is None
+        assert st.verify_erased("user", "address").erased
+        assert st.search(["user"], SECRET) == []
+    assert _table_file_hits(pg_cluster, dsn) == []
+
+
+def test_postgres_purge_killed_before_its_vacuum_is_finished_by_reopen(pg_cluster: Cluster) -> None:
+    """Killed after its COMMIT and before VACUUM FULL, a purge leaves dead row versions holding
+    the secret: verify_erased says so (the pending key), and the next open runs the vacuum."""
+    from agentmemory.postgres_store import PostgresStore
+
+    dsn = pg_cluster.create_database()
+    with psycopg.connect(dsn, autocommit=True) as conn:  # lets verify_erased count dead rows
+        conn.execute("CREATE EXTENSION pgstattuple")
+    with PostgresStore(dsn) as st:
+        write_history(st)
+        n = st.last_seq()
+        assert st.verify_erased("user", "address").looked[-1].endswith("(pgstattuple)")
+    opened_before = PostgresStore(dsn)
+    try:
+        _kill_at(dsn, "pg-vacuum")
+        assert _table_file_hits(pg_cluster, dsn), "dead row versions hold the secret"
+        check = opened_before.verify_erased("user", "address")
+        assert not check.erased and any("VACUUM FULL has not run" in f for f in check.found)
+        assert any("5 dead row versions in memory_journal" in f for f in check.found), check
+    finally:
+        opened_before.close()
+    with PostgresStore(dsn) as st:
+        assert st.recovery is not None and st.recovery.startswith("finished"), st.recovery
+        journal = list(st.journal())
+        assert len(journal) == n + 1 and journal[-1].entry.content == "killed midway"
+        assert st.verify_erased("user", "address").erased
+    with PostgresStore(dsn) as st:
+        assert st.recovery is None
+    assert _table_file_hits(pg_cluster, dsn) == []
 
 
 def test_purge_session_purges_what_one_session_wrote_in_the_allowed_scopes(tmp_path: Path) -> None:
@@ -379,3 +442,194 @@ def test_purge_session_purges_what_one_session_wrote_in_the_allowed_scopes(tmp_p
         with pytest.raises(InvalidEntryError):
             purge_session(st, "", ["user"])
         assert purge_session(st, "nobody", ["user"]) == []
+
+
+# -- the Markdown folder (docs/filestore-format.md#a-purge-rewrites-the-journal) -----------------
+
+
+def _no_leftovers(folder: Path) -> list[str]:
+    """Files a purge must not leave: its marker and temporaries (the journal's, the entry
+    file moved aside)."""
+    return sorted(
+        str(p.relative_to(folder))
+        for p in folder.rglob("*")
+        if p.name == ".purge.json" or p.name.startswith(".tmp-")
+    )
+
+
+def _line_ends(data: bytes) -> set[int]:
+    return {i for i, b in enumerate(data) if b == 0x0A}
+
+
+def test_file_store_purge_of_a_hand_edited_live_entry(tmp_path: Path) -> None:
+    """A person's edit is journaled as reconciled first, then the tombstone, both redacted in
+    the journal; a torn tail holding the secret is blanked; every old line still ends where it
+    did; a handle opened before the purge follows it without rebuilding anything."""
+    folder = tmp_path / "s"
+    st = FileStore(folder)
+    others = write_history(st, forget=False)
+    other_handle = FileStore(folder)
+    assert other_handle.recall(SECRET, scopes=["user"], mode="bm25")[0].entry.name == "address"
+    path = folder / "user" / "address.md"
+    path.write_text(path.read_text() + f"edited by hand: {SECRET}\n")
+    with (folder / "journal.jsonl").open("ab") as f:  # a writer killed mid-append
+        f.write(b'{"seq":99,"entry":{"scope":"user","name":"address","content":"' + SECRET.encode())
+    old = (folder / "journal.jsonl").read_bytes()
+    before = list(st.journal())
+    receipt = st.purge("user", "address", reason="erase", session="admin")
+    assert receipt.tombstone is not None and receipt.tombstone.entry.content == REDACTED
+    assert receipt.redacted[-2:] == (len(before) + 1, len(before) + 2)  # reconciled, tombstone
+    assert receipt.record.seq == len(before) + 3 and receipt.index_rows == 1
+    journal = list(st.journal())
+    reconciled, tomb = journal[-3], journal[-2]
+    assert reconciled.source == "reconciled" and reconciled.entry.content == REDACTED
+    assert tomb.entry.deleted and tomb.replaced == reconciled.entry.hash
+    last = [c for c in journal[:-3] if c.entry.name == "address"][-1]
+    assert reconciled.prev == reconciled.replaced == last.entry.hash  # the chain holds
+    new = (folder / "journal.jsonl").read_bytes()
+    assert _line_ends(old) <= _line_ends(new), "every old line keeps its byte offsets"
+    assert new[len(old) - 1 : len(old) + 1] == b" \n", "the torn tail is blanked and ended"
+    assert not path.exists() and "address" not in (folder / "user" / "INDEX.md").read_text()
+    assert '"user/address"' not in (folder / ".state.json").read_text()
+    assert scan(folder) == [] and _no_leftovers(folder) == []
+    assert st.damaged_lines() == [] and lost_updates(st) == []
+    # the handle opened before follows the journal (offsets unchanged) and finds nothing
+    assert other_handle.recall(SECRET, scopes=["user"], mode="bm25") == []
+    assert other_handle.verify_erased("user", "address").erased
+    other_handle.put(Entry("user", "later", "written by the other handle"))
+    assert [c.seq for c in st.journal()] == list(range(1, len(journal) + 2))
+    for name, content in others.items():
+        assert other_handle.get("project" if name == "editor" else "user", name).content == content
+    other_handle.close()
+    st.close()
+
+
+def test_file_store_purge_of_a_record_written_tighter_than_its_redacted_form(
+    tmp_path: Path,
+) -> None:
+    """A record another writer wrote shorter than its redacted line (here a hash that is not
+    sha256) cannot be padded: offsets move, and the cursor and the vectors are made again from
+    the new journal."""
+    folder = tmp_path / "s"
+    with FileStore(folder, embedder=EMBEDDER) as st:
+        st.put(Entry("user", "tea", "Likes green tea"))
+        st.put(Entry("user", "address", VERSIONS[0]))
+        st.forget("user", "address")
+    line = '{"seq":4,"entry":{"scope":"user","name":"pin","content":"7","hash":"h"},"at":"2026-01-01T00:00:00Z"}\n'
+    with (folder / "journal.jsonl").open("a") as f:
+        f.write(line)
+    with FileStore(folder, embedder=EMBEDDER) as st:
+        receipt = st.purge("user", "pin", reason="erase")
+        assert any("offsets moved" in w for w in receipt.rewritten)
+        assert receipt.redacted == (4,)
+        receipt = st.purge("user", "address", reason="erase")
+        assert st.verify_erased("user", "pin").erased and st.verify_erased("user", "address").erased
+        names = [h.entry.name for h in st.recall("green tea", scopes=["user"], mode="vector")]
+        assert names == ["tea"]
+        assert [c.seq for c in st.journal()] == [1, 2, 3, 4, 5, 6]
+    with FileStore(folder) as st:
+        assert st.reconcile().changes == [] and st.recovery is None
+    assert scan(folder) == [] and _no_leftovers(folder) == []
+
+
+def test_file_store_purge_without_an_embedder_scrubs_the_vectors(tmp_path: Path) -> None:
+    """A handle without an embedder still erases the folder's .vectors (it opens it for the
+    purge); with another process owning .vectors it refuses, writing nothing."""
+    folder = tmp_path / "s"
+    with FileStore(folder, embedder=EMBEDDER) as st:
+        write_history(st)
+    holder = subprocess.Popen(
+        [sys.executable, str(PROC), str(folder), "hold"], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        journal = (folder / "journal.jsonl").read_bytes()
+        with FileStore(folder, lock_timeout_s=0.2) as st, pytest.raises(StoreLockedError):
+            st.purge("user", "address", reason="erase")
+        assert (folder / "journal.jsonl").read_bytes() == journal
+        assert _no_leftovers(folder) == []
+    finally:
+        holder.kill()
+        holder.wait(timeout=60)
+    with FileStore(folder) as st:
+        receipt = st.purge("user", "address", reason="erase")
+        assert any(".vectors" in w and "rebuilt" in w for w in receipt.rewritten)
+        assert st.verify_erased("user", "address").erased
+    assert scan(folder) == []
+    got = _reopen_in_a_fresh_process(folder)
+    assert got["erased"] is True and got["recovery"] is None
+    assert got["vector_hits"] == ["between-0", "between-1", "between-2", "between-3", "tea"]
+
+
+def _kill_file_purge(folder: Path, phase: str) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, str(PROC), str(folder), phase], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "ready"
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=60)
+    assert proc.returncode == -signal.SIGKILL
+
+
+def _live_history_with_a_hand_edit(folder: Path) -> tuple[list[object], str]:
+    with FileStore(folder, embedder=EMBEDDER) as st:
+        write_history(st, forget=False)
+        before: list[object] = list(st.journal())
+    path = folder / "user" / "address.md"
+    edited = path.read_text() + "edited by hand\n"
+    path.write_text(edited)
+    return before, edited
+
+
+def test_file_store_purge_killed_before_the_rename_is_rolled_back(tmp_path: Path) -> None:
+    folder = tmp_path / "s"
+    before, edited = _live_history_with_a_hand_edit(folder)
+    _kill_file_purge(folder, "file-before")
+    assert (folder / ".purge.json").exists() and not (folder / "user" / "address.md").exists()
+    with FileStore(folder, embedder=EMBEDDER) as st:
+        assert st.recovery is not None and st.recovery.startswith("rolled back"), st.recovery
+        assert list(st.journal()) == before, "the journal is the old one"
+        assert (folder / "user" / "address.md").read_text() == edited, "the file is back"
+        assert _no_leftovers(folder) == []
+        names = [h.entry.name for h in st.recall(VERSIONS[3], scopes=["user"], mode="vector")]
+        assert "address" in names
+        st.purge("user", "address", reason="again")
+        assert st.verify_erased("user", "address").erased
+    assert scan(folder) == [] and _no_leftovers(folder) == []
+
+
+def test_file_store_purge_killed_after_the_rename_is_finished(tmp_path: Path) -> None:
+    folder = tmp_path / "s"
+    before, _ = _live_history_with_a_hand_edit(folder)
+    _kill_file_purge(folder, "file-after")
+    got = _reopen_in_a_fresh_process(folder)
+    assert str(got["recovery"]).startswith("finished"), got
+    assert got["records"] == len(before) + 3 and got["last"] == "killed midway"
+    assert got["erased"] is True
+    assert got["vector_hits"] == ["between-0", "between-1", "between-2", "between-3", "tea"]
+    with FileStore(folder) as st:
+        assert st.recovery is None and st.verify_erased("user", "address").erased
+        journal = list(st.journal())
+        assert [c.source for c in journal[-3:]] == ["reconciled", "", SOURCE_PURGED]
+        assert st.reconcile().changes == []
+    assert scan(folder) == [] and _no_leftovers(folder) == []
+
+
+def test_cli_purge_on_a_markdown_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "notes"
+    with FileStore(folder, embedder=EMBEDDER) as st:
+        write_history(st)
+    runner = CliRunner()
+    done = runner.invoke(
+        main,
+        ["purge", "user/address", "--path", str(folder), "--reason", "GDPR request 17"],
+    )
+    assert done.exit_code == 0, done.output
+    assert "journal records redacted: 2 4 6 8 11" in done.output
+    assert "user/address: erased" in done.output and ".vectors" in done.output
+    with FileStore(folder) as st:
+        assert list(st.journal())[-1].entry.content == "GDPR request 17"
+    assert scan(tmp_path) == [] and _no_leftovers(folder) == []

@@ -40,6 +40,7 @@ from recallers import (
     HybridRecaller,
     LegScore,
     NoLegAnsweredError,
+    RerankedRecaller,
     VectorRecaller,
     fuse,
 )
@@ -587,6 +588,37 @@ def test_each_leg_is_read_as_deep_as_the_fusion_says_and_a_broken_leg_is_skipped
     assert len(source.limits) == before
     with pytest.raises(ValueError, match="distinct names"):
         HybridRecaller([good, good])
+
+
+class _ByLength:
+    """A reranker that puts the longest text first (enough to reorder hits)."""
+
+    name = "by-length"
+
+    def rerank(self, query: str, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        return np.asarray([len(t) for t in texts], dtype=np.float32)
+
+
+def test_the_hits_of_a_hybrid_whose_leg_failed_name_it_in_unavailable() -> None:
+    entries = [Entry("user", f"e{i}", f"alpha note {i}" + " more" * i) for i in range(6)]
+    emb = HashingEmbedder(64)
+    good = VectorRecaller(_vectors(entries, emb), emb)
+    broken = VectorRecaller(_vectors(entries, emb), HashingEmbedder(32))  # wrong width: raises
+    with pytest.raises(Exception) as raised:
+        broken.recall("alpha", scopes=["user"], limit=2)
+    why = str(raised.value)
+    assert why
+    healthy = HybridRecaller([BM25Recaller(CountingSource(entries)), good])
+    assert all(h.unavailable == {} for h in healthy.recall("alpha", scopes=["user"], limit=3))
+    hybrid = HybridRecaller([BM25Recaller(CountingSource(entries)), broken])
+    hits = hybrid.recall("alpha", scopes=["user"], limit=3)
+    assert len(hits) == 3 and all(set(h.legs) == {"bm25"} for h in hits)
+    assert all(h.unavailable == {"vector": why} for h in hits)
+    reranked = RerankedRecaller(hybrid, _ByLength()).recall("alpha", scopes=["user"], limit=3)
+    assert [h.entry.name for h in reranked] == ["e5", "e4", "e3"]
+    assert all(h.unavailable == {"vector": why} for h in reranked)
+    # nothing found by the leg that answered: no hit to carry the failure
+    assert hybrid.recall("zzz", scopes=["user"], limit=3) == []
 
 
 def test_the_vector_floor_applies_before_fusion() -> None:

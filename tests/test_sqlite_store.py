@@ -15,6 +15,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -36,6 +37,7 @@ from agentmemory import (
 )
 from agentmemory.sqlite_store import MIGRATIONS, Migration
 from agentmemory.wire import decode_change, encode_change
+from recallers import document_terms
 
 WRITER_SCRIPT = Path(__file__).with_name("sqlite_writer_proc.py")
 PROCESSES = 4
@@ -337,6 +339,8 @@ def test_apply_in_txn_sees_every_write_and_a_failure_rolls_the_write_back(
         "m002_lexical_index",
         "m003_supersedes_index",
         "m004_journal_session_index",
+        "m005_store_id",
+        "m006_lexical_doc_freqs",
         "m099_derived",
     ]
     with pytest.raises(StoreFormatError) as err:
@@ -411,6 +415,39 @@ def test_a_database_made_by_m001_opens_under_the_current_code(tmp_path: Path) ->
         assert st.get_state("cursor") == "1"
         assert st.put(Entry("user", "style", "Long."), if_hash=hash_).seq == 2
     assert _schema_names(path) == [m.name for m in MIGRATIONS]
+
+
+def test_a_store_made_before_the_document_frequency_table_gets_it_filled(tmp_path: Path) -> None:
+    """A file as the code before m006_lexical_doc_freqs left it (its lexical index written,
+    replaced and forgotten into, no memory_lexical_df): opening adds the table, holding how
+    many live entries hold each term, and later writes keep it so."""
+    path = tmp_path / "m005.sqlite3"
+    with SqliteStore(path) as st:
+        st.put_many([Entry("user", f"n-{i}", f"zebra note {i} crossing{i % 3}") for i in range(40)])
+        st.put(Entry("user", "n-1", "only a lion now"))
+        st.forget("user", "n-2")
+    conn = _raw(path)
+    conn.executescript("DROP TABLE memory_lexical_df; DELETE FROM store_schema WHERE version = 6;")
+    conn.close()
+    assert _schema_names(path)[-1] == "m005_store_id"
+
+    def table() -> dict[str, int]:
+        conn = _raw(path)
+        try:
+            return dict(conn.execute("SELECT term, docs FROM memory_lexical_df").fetchall())
+        finally:
+            conn.close()
+
+    with SqliteStore(path) as st:
+        assert _schema_names(path) == [m.name for m in MIGRATIONS]
+        live = st.list("user")
+        want = Counter(t for e in live for t in set(document_terms(e)))
+        assert len(live) == 39 and table() == dict(want)
+        assert (want["zebra"], want["lion"], want["crossing0"]) == (38, 1, 14)
+        st.put(Entry("user", "n-3", "a lion again"))
+        got = table()
+        assert (got["zebra"], got["lion"]) == (37, 2)
+        assert st.check_lexical() == []
 
 
 def test_a_database_made_by_the_go_module_is_adopted(tmp_path: Path) -> None:

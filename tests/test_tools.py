@@ -25,6 +25,7 @@ from agentmemory.tools import (
     Tool,
     ToolConfigError,
     ToolResult,
+    check_tool_scopes,
     tools,
 )
 
@@ -176,6 +177,12 @@ def test_bad_configuration_raises_value_error(
     with pytest.raises(ToolConfigError, match=message) as info:
         tools(MemStore(), scopes, read_scopes=read_scopes)
     assert isinstance(info.value, ValueError)
+    with pytest.raises(ToolConfigError, match=message):  # checked alone, before any store
+        check_tool_scopes(scopes, read_scopes)
+
+
+def test_checked_tool_scopes_are_the_writable_and_the_read_only() -> None:
+    assert check_tool_scopes(["user", "project"], ["rules"]) == (("user", "project"), ("rules",))
 
 
 def test_bad_search_bounds_raise() -> None:

@@ -95,6 +95,28 @@ def test_bad_validity_meta_is_refused_and_nothing_written(
     assert list(store.journal()) == []
 
 
+@pytest.mark.parametrize(
+    ("snake", "kebab"), [("valid_until", "valid-until"), ("valid_from", "valid-from")]
+)
+def test_a_snake_case_validity_key_is_refused_naming_the_kebab_case_key(
+    store: Store, snake: str, kebab: str
+) -> None:
+    """Meta keys are kebab-case (docs/kinds.md#out-of-date-on-purpose-only): ``valid_until`` is
+    refused, and the message names the key to write instead; the tool says the same."""
+    with pytest.raises(InvalidEntryError) as err:
+        store.put(Entry("project", "deploy", "Deploys on Monday.", {snake: "2026-03-31"}))
+    assert err.value.field == "meta"
+    assert str(err.value) == (
+        f'agentmemory: invalid entry: project/deploy meta key "{snake}" is not kebab-case '
+        f'(lowercase letters, digits and single hyphens, up to 64 bytes); use e.g. "{kebab}"'
+    )
+    said = tools(store, ["project"])[0](
+        {"name": "deploy", "content": "Deploys on Monday.", "meta": {snake: "2026-03-31"}}
+    )
+    assert said.is_error and said.text == str(err.value)
+    assert list(store.journal()) == []
+
+
 def test_meta_rules_come_before_the_size_bound(tmp_path: Path) -> None:
     st = MemStore(max_entry_bytes=4)
     with pytest.raises(InvalidEntryError, match="not an ISO date"):

@@ -3,7 +3,8 @@
 ``load_locomo`` and ``load_beir`` read LoCoMo (dialog turns as entries, questions with evidence
 turns) and BEIR-format sets such as SciFact (abstracts as entries, judged queries); the metrics
 (Recall@k, Hit@k, MRR, nDCG@10) follow their standard definitions; ``find_data`` and
-``fetch_dataset`` locate or download the files; ``evaluate_locomo``, ``evaluate_beir`` and
+``fetch_dataset`` locate or download the files (``locate_data``: either, as ``agentmemory eval``
+does); ``evaluate_locomo``, ``evaluate_beir`` and
 ``evaluate`` build (and cache) the stores, run BM25, vector and hybrid recall, and return an
 ``EvalResult`` that prints as a table and writes JSON. Nothing here imports torch or chromadb
 until a run needs them.
@@ -30,6 +31,7 @@ from .download import (
     download,
     fetch_dataset,
     find_data,
+    locate_data,
     repo_data_dir,
 )
 from .locomo import (
@@ -66,6 +68,8 @@ from .runner import (
     evaluate,
     evaluate_beir,
     evaluate_locomo,
+    reranker_for,
+    results_path,
 )
 
 __all__ = [
@@ -107,12 +111,15 @@ __all__ = [
     "hit_at_k",
     "load_beir",
     "load_locomo",
+    "locate_data",
     "mean",
     "ndcg_at_k",
     "normalise_evidence",
     "recall_at_k",
     "reciprocal_rank",
     "repo_data_dir",
+    "reranker_for",
+    "results_path",
     "score_ranking",
     "turn_entries",
 ]

@@ -27,6 +27,7 @@ import tempfile
 import urllib.error
 import urllib.request
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
@@ -41,6 +42,7 @@ __all__ = [
     "download",
     "fetch_dataset",
     "find_data",
+    "locate_data",
     "repo_data_dir",
 ]
 
@@ -277,6 +279,32 @@ def fetch_dataset(
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return target
+
+
+def locate_data(
+    dataset: str,
+    data: str | Path | None = None,
+    *,
+    download: bool = False,
+    announce: Callable[[str], object] | None = None,
+) -> Path:
+    """The data of ``dataset`` to read: :func:`find_data`; when it finds nothing and ``download``
+    is set with no ``data`` named, :func:`fetch_dataset` into the cache (``announce``, when given,
+    is called first with one line saying so). What ``agentmemory eval`` and ``agentmemory demo``
+    read, ``--data`` and ``--download`` being ``data`` and ``download``.
+
+    Raises :class:`~agentmemory.DataNotFoundError` when nothing is found and nothing may be
+    fetched (a ``data`` that holds nothing is never replaced by a download), what
+    :func:`fetch_dataset` raises, and ``ValueError`` for an unknown ``dataset``.
+    """
+    try:
+        return find_data(dataset, data)
+    except DataNotFoundError:
+        if not download or data is not None:
+            raise
+    if announce is not None:
+        announce(f"agentmemory: fetching the public {dataset} data into the cache")
+    return fetch_dataset(dataset)
 
 
 def _extract_beir(url: str, archive: Path, out: Path) -> None:

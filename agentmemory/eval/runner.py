@@ -30,6 +30,7 @@ import functools
 import hashlib
 import json
 import math
+import os
 import shutil
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -64,6 +65,8 @@ __all__ = [
     "evaluate",
     "evaluate_beir",
     "evaluate_locomo",
+    "reranker_for",
+    "results_path",
 ]
 
 METHODS = ("bm25", "vector", "hybrid")
@@ -394,6 +397,19 @@ def _nan_back(table: Mapping[str, Mapping[str, float | None]]) -> dict[str, dict
 
 
 def _resolve_embedder(spec: str | Embedder | None, max_seq_length: int | None) -> Embedder:
+    """The embedder for ``spec``: an :class:`embedders.Embedder` as given, a registry name built
+    (with ``max_seq_length`` for a model family), ``None`` ``embedders.DEFAULT_EMBEDDER``.
+
+    ``None`` is the packaged model through sentence-transformers on purpose, not
+    :func:`agentmemory.store_folder.choose_embedder`'s onnxruntime-first choice: a cached store's
+    key digests the embedder's fingerprint, which names the runtime (``sentence-transformers:...``
+    and ``onnx:...`` differ although ``embedders.same_vectors`` holds for them), and the two
+    runtimes' vectors agree to cosine > 0.999, not bit for bit. Following the store rule would give
+    every existing cached store a new key (each rebuilt, the data set embedded again) and let the
+    reported figures move in their last digits with whether onnxruntime runs on the machine. Name
+    ``onnx:all-MiniLM-L6-v2`` to evaluate that runtime.
+
+    Raises what ``embedders.get`` raises for a name it cannot build."""
     import embedders
 
     if spec is None:
@@ -506,13 +522,34 @@ def _reranked(reranker: Any) -> RecallFn:
     return run
 
 
-def _reranker(value: Reranker | str | None) -> Reranker | None:
-    """``value`` as a reranker (a registry name is built; errors as ``recallers.get_reranker``)."""
-    if value is None or not isinstance(value, str):
-        return value
-    from recallers import get_reranker
+def reranker_for(value: Reranker | str | os.PathLike[str] | None) -> Reranker | None:
+    """``value`` as the reranker of an evaluation: a ``recallers.Reranker`` as it is, a ``str``
+    built by the registry (``recallers.get_reranker``: ``"cross-encoder:/models/ce"``), a path a
+    local cross-encoder model folder (``recallers.CrossEncoderReranker``, what ``agentmemory eval
+    --rerank PATH`` takes; nothing is downloaded, docs/recall.md#reranking); ``None`` for none.
 
-    return get_reranker(value)
+    Raises what those raise: ``recallers.UnknownRerankerError`` for an unknown name,
+    ``recallers.RerankerFolderError`` for a folder that holds no cross-encoder (or a hub name).
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        from recallers import get_reranker
+
+        return get_reranker(value)
+    if isinstance(value, os.PathLike):
+        from recallers import CrossEncoderReranker
+
+        return CrossEncoderReranker(value)
+    return value
+
+
+def results_path(dataset: str, *, at: float | None = None) -> Path:
+    """Where ``agentmemory eval`` writes a run's results when not told:
+    ``<cache_dir>/results/<dataset>-<local time, %Y%m%d-%H%M%S>.json`` (``at`` in seconds since
+    the epoch, default now). Not created here."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(at))
+    return cache_dir() / "results" / f"{dataset}-{stamp}.json"
 
 
 def _methods(
@@ -623,7 +660,7 @@ def evaluate_locomo(
     ks: Sequence[int] = DEFAULT_KS,
     depth: int | None = None,
     limits: Sequence[int] = DEFAULT_LIMITS,
-    reranker: Reranker | str | None = None,
+    reranker: Reranker | str | os.PathLike[str] | None = None,
     embedder: str | Embedder | None = None,
     turn_format: TurnFormat | None = None,
     max_entry_bytes: int = DEFAULT_MAX_ENTRY_BYTES,
@@ -648,8 +685,9 @@ def evaluate_locomo(
             ``"<method>@<limit>"`` (default :data:`DEFAULT_LIMITS`: 5, ``memory_search``'s
             default); ignored when ``methods`` is a mapping.
         reranker: adds the method :data:`RERANKED`, the hybrid reordered by this reranker (a
-            ``recallers.Reranker`` or its registry name, ``"cross-encoder:<folder>"``); ignored
-            when ``methods`` is a mapping.
+            ``recallers.Reranker``, its registry name, ``"cross-encoder:<folder>"``, or a local
+            cross-encoder folder's path: :func:`reranker_for`); ignored when ``methods`` is a
+            mapping.
         embedder: a registry name or an :class:`embedders.Embedder`; default the packaged
             all-MiniLM-L6-v2.
         turn_format: what text of a turn an entry holds (default :class:`TurnFormat`).
@@ -669,7 +707,7 @@ def evaluate_locomo(
 
     started = time.perf_counter()
     ks_sorted, depth = _check_ks(ks, depth)
-    fns = _methods(methods, limits, depth, _reranker(reranker))
+    fns = _methods(methods, limits, depth, reranker_for(reranker))
     fmt = turn_format or TurnFormat()
     path = find_data("locomo", data)
     dataset = load_locomo(path, conversations=conversations, categories=categories)
@@ -761,7 +799,7 @@ def evaluate_beir(
     ks: Sequence[int] = DEFAULT_KS,
     depth: int | None = None,
     limits: Sequence[int] = DEFAULT_LIMITS,
-    reranker: Reranker | str | None = None,
+    reranker: Reranker | str | os.PathLike[str] | None = None,
     embedder: str | Embedder | None = None,
     max_seq_length: int | None = BEIR_MAX_SEQ_LENGTH,
     max_entry_bytes: int = BEIR_MAX_ENTRY_BYTES,
@@ -791,7 +829,7 @@ def evaluate_beir(
 
     started = time.perf_counter()
     ks_sorted, depth = _check_ks(ks, depth)
-    fns = _methods(methods, limits, depth, _reranker(reranker))
+    fns = _methods(methods, limits, depth, reranker_for(reranker))
     if dataset in DATASETS or data is None:
         path = find_data(dataset, data)
     else:  # another BEIR set: its folder, or a folder holding it under its name

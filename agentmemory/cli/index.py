@@ -1,0 +1,132 @@
+"""The commands that check and rebuild the indexes: ``verify`` and ``reindex``."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from .group import main
+from .opening import chroma_only, open_args, open_index, open_moving_damage, opening
+from .options import embedder_option, json_option, path_option, server_options
+from .output import echo_json
+
+
+@main.command("verify", short_help="Check the vector index against the journal.")
+@click.option(
+    "--repair", is_flag=True, help="Embed what is missing or stale and drop what is extra."
+)
+@click.option(
+    "--drop-orphans",
+    is_flag=True,
+    help="With --repair: also drop the vectors of entries the journal never had (kept by "
+    "default as evidence that the journal lost records).",
+)
+@path_option
+@embedder_option
+@server_options
+@json_option
+def verify_command(
+    repair: bool,
+    drop_orphans: bool,
+    path: Path | None,
+    embedder_name: str | None,
+    shared: bool,
+    as_json: bool,
+) -> None:
+    """Check that the vector index matches the journal (exit status 1 when it does not).
+
+    Opening the store first replays journal records the index has not seen.
+    """
+    from ..index_damage import check_index_loads
+    from ..store_check import check_store
+
+    if repair:
+        opened = open_moving_damage(path, embedder_name, shared=shared)
+    else:
+        where = open_args(path)
+        with opening():
+            check_index_loads(where["path"], format=where["format"], dsn=where["dsn"])
+        opened = open_index(path, embedder_name, create=False, shared=shared)
+    with chroma_only(opened, "verify") as store:
+        found = check_store(store, repair=repair, drop_orphans=drop_orphans)
+    report, orphans, lexical = found.index, list(found.orphans), list(found.lexical.problems)
+    rebuilt = found.lexical.rebuilt
+    if as_json:
+        echo_json(
+            {
+                "ok": found.ok,
+                "orphans": orphans,
+                "lexical": lexical,
+                "lexical_rebuilt": rebuilt,
+                "missing": report.missing,
+                "stale": report.stale,
+                "extra": report.extra,
+                "live": report.live,
+                "indexed": report.indexed,
+                "self_search": {
+                    "searched": report.searched,
+                    "found": report.found,
+                    "lost": report.lost,
+                },
+                "cursor": report.cursor,
+                "last_seq": report.last_seq,
+            }
+        )
+    else:
+        text = str(report)
+        if not report.ok:
+            text = text.replace("repair() or reindex()", "'agentmemory verify --repair'")
+        click.echo(text)
+        if rebuilt is not None:
+            click.echo(f"lexical index rebuilt: {rebuilt} entries")
+        for problem in lexical:
+            click.echo(f"lexical index damaged: {problem}; run 'agentmemory verify --repair'")
+        if orphans:
+            click.echo(
+                f"journal shorter than its index: {len(orphans)} vectors belong to entries no "
+                f"journal record names ({', '.join(orphans[:5])}"
+                f"{', ...' if len(orphans) > 5 else ''}): the journal lost records (a truncated "
+                "file, a cut WAL); they are kept as evidence: restore the journal from a backup, "
+                "or run 'agentmemory verify --repair --drop-orphans' to drop them"
+            )
+        if not lexical and rebuilt is None:
+            click.echo("lexical index ok")
+    if not found.ok:
+        sys.exit(1)
+
+
+@main.command("reindex", short_help="Rebuild the vector index (or switch embedders).")
+@path_option
+@embedder_option
+@json_option
+def reindex_command(path: Path | None, embedder_name: str | None, as_json: bool) -> None:
+    """Rebuild the vector index from the journal (with --embedder NAME: switch to it), and the
+    lexical index too when it is damaged."""
+    from ..store_check import check_reindexed
+
+    started = time.perf_counter()
+    with open_moving_damage(path, embedder_name, reindex=True) as store:
+        done = check_reindexed(store)
+    seconds = time.perf_counter() - started
+    lexical, rebuilt = list(done.lexical.problems), done.lexical.rebuilt
+    if as_json:
+        echo_json(
+            {
+                "indexed": done.indexed,
+                "embedder": done.embedder,
+                "seconds": round(seconds, 3),
+                "lexical_rebuilt": rebuilt,
+                "lexical": lexical,
+            }
+        )
+    else:
+        click.echo(f"reindexed {done.indexed} entries with {done.embedder} in {seconds:.1f} s")
+        if rebuilt is not None:
+            click.echo(f"lexical index rebuilt: {rebuilt} entries")
+        for problem in lexical:
+            click.echo(f"lexical index still damaged: {problem}")
+    if lexical:
+        sys.exit(1)

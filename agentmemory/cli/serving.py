@@ -1,0 +1,182 @@
+"""The commands that serve a store to other processes: ``mcp`` (the tools over MCP on stdio)
+and the ``server`` group (the folder's own Chroma server)."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .group import main
+from .opening import open_index, opening
+from .options import embedder_option, json_option, path_option, server_options
+from .output import echo_json
+
+
+@main.command("mcp", short_help="Serve the memory tools over MCP on stdio.")
+@path_option
+@click.option(
+    "--scope",
+    "scopes",
+    multiple=True,
+    required=True,
+    help="A scope the tools may read and write; repeat for several (e.g. user, project).",
+)
+@click.option(
+    "--read-scope",
+    "read_scopes",
+    multiple=True,
+    help="A scope memory_search reads and the writers refuse; repeat for several.",
+)
+@embedder_option
+@server_options
+@click.option(
+    "--max-total-bytes",
+    type=click.IntRange(min=1),
+    default=32 * 1024,
+    show_default=True,
+    help="The bound of the rendered block (memory://block), in bytes.",
+)
+@click.option(
+    "--policy",
+    type=click.Choice(["none", "default"]),
+    default="none",
+    show_default=True,
+    help="default: the block shows only user and feedback entries, and the prompt "
+    "memory-recall recalls the others per turn; none: the block shows every entry.",
+)
+@click.option(
+    "--neutralise",
+    is_flag=True,
+    help="Make headings of level 1 to 3 inside entries level 4 in memory://block and the "
+    "memory-recall prompt, so content cannot forge their structure.",
+)
+def mcp_command(
+    path: Path | None,
+    scopes: tuple[str, ...],
+    read_scopes: tuple[str, ...],
+    embedder_name: str | None,
+    shared: bool,
+    max_total_bytes: int,
+    policy: str,
+    neutralise: bool,
+) -> None:
+    """Serve the memory tools, the rendered block and the per-turn part over MCP on stdio.
+
+    The tools are memory_save, memory_patch, memory_forget and memory_search; the block is the
+    resource memory://block; the prompt memory-recall takes a hint and returns what is recalled
+    for it. Stops when the client closes stdin.
+    """
+    logging.basicConfig(level=logging.WARNING)  # stderr: stdout carries the protocol
+    from ..mcp_server import MemoryServer, serve_stdio
+    from ..tools import ToolConfigError, check_tool_scopes
+
+    try:  # refuse bad scopes before the store folder is created or a model is loaded
+        check_tool_scopes(scopes, read_scopes)
+    except ToolConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+    store = open_index(path, embedder_name, create=True, shared=shared)
+    try:
+        from ..kinds import KindRegistry
+
+        server = MemoryServer(
+            store,
+            scopes,
+            read_scopes=read_scopes,
+            max_total_bytes=max_total_bytes,
+            policy=KindRegistry() if policy == "default" else None,
+            neutralise=neutralise,
+        )
+        serve_stdio(server)
+    finally:
+        store.close()
+
+
+@main.group("server", short_help="Start, stop or show the store's own Chroma server.")
+def server_group() -> None:
+    """The store folder's own Chroma server (`chroma run` from the installed chromadb), on
+    127.0.0.1 and a free port, detached. While it runs, every agentmemory process opening the
+    folder (the command line, `agentmemory mcp`, Python) uses it, so several of them can search
+    and write the store at once."""
+
+
+def _record_json(record: Any, running: bool) -> dict[str, Any]:
+    return {
+        "running": running,
+        "url": record.url,
+        "pid": record.pid,
+        "port": record.port,
+        "started": record.started,
+        "chromadb": record.chromadb,
+    }
+
+
+@server_group.command("start", short_help="Start the server (nothing when one runs).")
+@click.option(
+    "--port",
+    type=click.IntRange(min=1, max=65535),
+    default=None,
+    help="The TCP port on 127.0.0.1 (default: a free one).",
+)
+@path_option
+@json_option
+def server_start_command(port: int | None, path: Path | None, as_json: bool) -> None:
+    """Start the store's Chroma server, detached, and record it in the store folder."""
+    from ..store_folder import start_folder_server, store_folder
+
+    folder = store_folder(path)
+    with opening():
+        done = start_folder_server(folder, port=port)
+    record = done.record
+    if as_json:
+        echo_json(_record_json(record, True))
+        return
+    verb = "started" if done.started else "already running"
+    click.echo(f"Chroma server {verb} for {folder} at {record.url} (pid {record.pid})")
+
+
+@server_group.command("stop", short_help="Stop the server.")
+@path_option
+def server_stop_command(path: Path | None) -> None:
+    """Stop the store's Chroma server and remove its record."""
+    from ..chroma_server import stop_server
+    from ..store_folder import store_folder
+
+    folder = store_folder(path)
+    record = stop_server(folder)
+    if record is None:
+        click.echo(f"no Chroma server recorded for {folder}")
+        return
+    click.echo(f"stopped the Chroma server of {folder} ({record.url}, pid {record.pid})")
+
+
+@server_group.command("status", short_help="Show the server (exit 1 when none runs).")
+@path_option
+@json_option
+def server_status_command(path: Path | None, as_json: bool) -> None:
+    """Show whether the store's Chroma server runs, where, since when, of which chromadb."""
+    from ..chroma_server import live_record, read_record
+    from ..store_folder import store_folder
+
+    folder = store_folder(path)
+    record = read_record(folder)
+    running = record is not None and live_record(folder, report=False) is not None
+    if as_json:
+        echo_json(_record_json(record, running) if record is not None else {"running": False})
+    elif record is None:
+        click.echo(f"no Chroma server recorded for {folder}")
+    elif running:
+        click.echo(
+            f"Chroma server of {folder} running at {record.url} (pid {record.pid}, since "
+            f"{record.started}, chromadb {record.chromadb})"
+        )
+    else:
+        click.echo(
+            f"the Chroma server recorded for {folder} ({record.url}, pid {record.pid}) is not "
+            f"running; 'agentmemory server start --path {folder}' replaces it"
+        )
+    if not running:
+        sys.exit(1)

@@ -1,0 +1,172 @@
+"""Saving one entry whole, as a writer told only the new content does: what meta it keeps, and
+where it lands when the vector index cannot take it.
+
+A save replaces the entry whole (a put never merges meta, docs/contract.md#meta). Both writers
+that take content alone, the ``memory_save`` tool (docs/contract.md#memory_save) and
+``agentmemory save``, keep the stored entry's meta when they are given none:
+:func:`meta_for_save` is that rule. :func:`save_entry` is ``agentmemory save``: the checks of the
+entry before any store is opened or created, the retire check of ``supersedes``
+(docs/kinds.md#out-of-date-on-purpose-only), the put, and, when the store's vector index is
+damaged, the write to the journal alone (docs/storage.md#a-damaged-vector-index).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .entries import Change, Entry
+from .errors import IndexWriteError, InvalidEntryError, NotFoundError
+from .rules import DEFAULT_MAX_ENTRY_BYTES
+
+if TYPE_CHECKING:
+    from embedders import Embedder
+
+__all__ = ["Saved", "meta_for_save", "save_entry"]
+
+
+def meta_for_save(
+    stored: Entry | None,
+    given: Mapping[str, str] | None,
+    added: Mapping[str, str] | None = None,
+) -> dict[str, str] | None:
+    """The meta a save of new content writes (docs/contract.md#memory_save): ``given`` when it is
+    not ``None`` (``{}`` clears the meta), else the ``stored`` entry's, kept (none when there is
+    no stored entry or it has none); then the keys of ``added`` set on top (the kind, the
+    ``supersedes`` a writer was given). ``None`` when that is empty: a store keeps no empty meta.
+
+    Checks nothing: the put checks the meta it is given (:func:`agentmemory.check_entry`).
+    """
+    if given is not None:
+        meta = dict(given)
+    else:
+        meta = dict(stored.meta) if stored is not None and stored.meta else {}
+    meta.update(added or {})
+    return meta or None
+
+
+@dataclass(frozen=True, slots=True)
+class Saved:
+    """What :func:`save_entry` did.
+
+    Attributes:
+        change: the journal record of the write.
+        retired: the live entry the write retired (``supersedes``), as it was read before the
+            write; ``None`` without ``supersedes``.
+        index_error: the write is journaled but its vector update failed (the index catches up
+            at the next write or open of the store, or on a repair); ``None`` when it did not.
+    """
+
+    change: Change
+    retired: Entry | None = None
+    index_error: IndexWriteError | None = None
+
+
+def save_entry(
+    path: str | os.PathLike[str] | None,
+    scope: str,
+    name: str,
+    content: str,
+    *,
+    meta: Mapping[str, str] | None = None,
+    kind: str | None = None,
+    supersedes: str | None = None,
+    if_hash: str | None = None,
+    session: str | None = None,
+    embedder: Embedder | str | None = None,
+    max_entry_bytes: int = DEFAULT_MAX_ENTRY_BYTES,
+    **open_options: Any,
+) -> Saved:
+    """Create or replace the entry ``scope/name`` of the store at ``path`` with ``content``: what
+    ``agentmemory save`` does.
+
+    1. The entry as asked (``meta`` and the added keys, without any kept meta) is checked
+       (:func:`agentmemory.check_entry` against ``max_entry_bytes``,
+       :func:`agentmemory.validity.check_validity_meta`, ``supersedes`` kebab-case and not the
+       entry itself) before any store is opened, so a refused save creates no store.
+    2. The store is opened (:func:`agentmemory.open_store` with ``embedder``, ``max_entry_bytes``
+       and ``open_options``: ``format``, ``dsn``, ``chroma_url``, ``shared``...); a new one is
+       created unless ``supersedes`` is given (the entry to retire is in a store that exists).
+    3. The meta: :func:`meta_for_save` of the stored entry, ``meta`` (``None`` keeps the stored
+       meta, ``{}`` clears it) and the added keys (``type`` = ``kind``, ``supersedes``). The
+       stored entry is read only when ``meta`` is ``None``; a write that keeps its meta is
+       ``based_on`` its hash (it read that entry); any other claims the stored hash as every put
+       does (docs/contract.md#based_on).
+    4. With ``supersedes``, the entry it retires must be live
+       (:func:`agentmemory.validity.superseded_entry`).
+    5. The put (``if_hash``, ``session``). A vector update that fails after the journal commit is
+       a success: :attr:`Saved.index_error`. A store whose vector index cannot be opened (held
+       by another process, damaged, read-only) opens its journal alone (:func:`agentmemory.open_store`)
+       and the write lands there, its :attr:`Change.note` saying why and what to do
+       (docs/storage.md#a-damaged-vector-index).
+
+    Args:
+        kind: the kind of memory (one of ``KindRegistry().kinds()``: user, feedback, project,
+            reference), stored as meta ``type`` on top of the meta kept or given.
+        supersedes: the name of an entry of the same scope this one makes out of date.
+
+    Raises:
+        InvalidEntryError: the entry breaks a rule (step 1), ``kind`` is not a known kind, or
+            ``supersedes`` names no live entry (step 4); nothing is written.
+        EntryTooLargeError: ``content`` over ``max_entry_bytes``; nothing is written.
+        ConflictError: ``if_hash`` does not hold; nothing is written.
+        NoStoreError: ``path`` holds no store and ``supersedes`` was given (or ``path`` is a
+            file).
+
+    Also what :func:`agentmemory.open_store` raises.
+    """
+    from .kinds import KIND_META, KindRegistry
+    from .rules import check_entry
+    from .store_folder import open_store
+    from .validity import (
+        META_SUPERSEDES,
+        check_supersedes,
+        check_validity_meta,
+        superseded_entry,
+    )
+
+    added: dict[str, str] = {}
+    if kind is not None:
+        known = KindRegistry().kinds()
+        if kind not in known:
+            raise InvalidEntryError(
+                f"{scope}/{name}: type {kind!r} is not a kind; use one of {', '.join(known)}",
+                field="meta",
+            )
+        added[KIND_META] = kind
+    if supersedes is not None:
+        added[META_SUPERSEDES] = check_supersedes(scope, name, supersedes)
+    asked = Entry(scope=scope, name=name, content=content, meta={**(meta or {}), **added} or None)
+    check_entry(asked, max_entry_bytes)
+    check_validity_meta(asked)
+
+    def write(store: Any) -> Saved:
+        stored: Entry | None = None
+        if meta is None:  # the stored entry is read only for the meta it keeps
+            with contextlib.suppress(NotFoundError):
+                stored = store.get(scope, name)
+        keeps = stored is not None and bool(stored.meta)
+        retired = (
+            superseded_entry(store, scope, name, supersedes) if supersedes is not None else None
+        )
+        entry = Entry(
+            scope=scope, name=name, content=content, meta=meta_for_save(stored, meta, added)
+        )
+        based_on = stored.hash if keeps and stored is not None else None
+        try:
+            change = store.put(entry, if_hash=if_hash, based_on=based_on, session=session)
+        except IndexWriteError as exc:
+            return Saved(exc.changes[0], retired, index_error=exc)
+        return Saved(change, retired)
+
+    with open_store(
+        path,
+        embedder=embedder,
+        create=supersedes is None,
+        max_entry_bytes=max_entry_bytes,
+        **open_options,
+    ) as store:
+        return write(store)
