@@ -24,13 +24,15 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy --strict agentmemory embedders recallers
 
+# Two workers (pytest-xdist), one per core here: every test owns its folders, ports and servers.
 test: lint
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2
 
-# The quick loop while working: every test but those marked slow (they load the real model or
-# start a server). No lint. `make test` is what CI runs.
+# The quick loop while working: every test but those marked slow (half a second or more: the real
+# model, a server, a process, Chroma), on two workers (pytest-xdist). No lint. `make test` is what
+# CI runs.
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -m "not slow" -n 2
 
 # DEMO_ARGS: e.g. --download (fetch the public LoCoMo file when ../shared/data is absent),
 # --conversation conv-41, --questions 12, --keep DIR

@@ -13,6 +13,7 @@ and meets the parent's folder lock).
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Callable
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .chroma_files import scrub_chroma_folder
 from .errors import IndexDamagedError, IndexReadOnlyError, StoreFormatError
 from .folder_lock import FolderLock
 from .index_cursor import IndexCursor
@@ -32,7 +34,10 @@ __all__ = [
     "join_index",
     "leave_index",
     "open_folder",
+    "scrub_on_close",
 ]
+
+log = logging.getLogger(__name__)
 
 CHROMA_FOLDER = "chroma"
 """The Chroma ``PersistentClient`` folder's name inside an embedded store's folder."""
@@ -48,6 +53,7 @@ class _Folder:
     client: Any
     lock: FolderLock
     refs: int = 0
+    scrub: bool = False
 
 
 @dataclass
@@ -179,8 +185,33 @@ def close_folder(folder: Path) -> None:
         close = getattr(found.client, "close", None)
         if close is not None:
             close()
+        if found.scrub:
+            _scrub_closed(folder)
     finally:
         found.lock.release()
+
+
+def scrub_on_close(folder: Path) -> None:
+    """Scrub ``folder/chroma`` again (:func:`agentmemory.chroma_files.scrub_chroma_folder`)
+    when this process's last :func:`close_folder` of ``folder`` has closed its client, before
+    the folder lock is released. A purge calls it: Chroma may write its HNSW files after the
+    purge's own scrub (their unused capacity from this process's heap, which holds the erased
+    text) until its client is closed (docs/storage.md#purge-and-the-files). Nothing happens for
+    a folder this process has not opened."""
+    key = (str(folder.resolve()), os.getpid())
+    with _lock:
+        found = _folders.get(key)
+        if found is not None:
+            found.scrub = True
+
+
+def _scrub_closed(folder: Path) -> None:
+    """The scrub :func:`scrub_on_close` asked for; a failure is logged, not raised (the
+    client is closed already, and the purge's receipt stands)."""
+    try:
+        scrub_chroma_folder(folder / CHROMA_FOLDER)
+    except Exception as err:  # sqlite busy or I/O: the next purge or open scrubs again
+        log.warning("agentmemory: could not scrub %s after closing it: %s", folder, err)
 
 
 def join_index(

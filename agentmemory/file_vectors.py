@@ -33,7 +33,7 @@ from embedders import WHOLE_TEXT, Embedder, same_vectors, window_layout
 from .atomic_write import write_atomic
 from .chroma_files import scrub_chroma_folder
 from .chroma_index import DEFAULT_COLLECTION_PREFIX, ChromaIndex, IndexRow
-from .chroma_registry import CHROMA_FOLDER, close_folder, open_folder
+from .chroma_registry import CHROMA_FOLDER, close_folder, open_folder, scrub_on_close
 from .entries import Change, Entry
 from .errors import EmbedderMismatchError
 from .index_sync import embed_entries
@@ -73,6 +73,7 @@ def _purge_index(index: ChromaIndex, folder: Path, scope: str, name: str) -> bui
     if index.held(scope, [name]):
         index.delete(scope, [name])
     kept = index.rebuild(scope)
+    scrub_on_close(folder)
     out = [f".vectors: Chroma collection {index.collection_name(scope)} rebuilt ({kept} vectors)"]
     return out + [f".vectors/{line}" for line in scrub_chroma_folder(folder / CHROMA_FOLDER)]
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from .chroma_files import chroma_copies, scrub_chroma_folder
 from .chroma_index import ChromaIndex
+from .chroma_registry import scrub_on_close
 
 __all__ = ["index_copies", "scrub_index"]
 
@@ -35,6 +36,7 @@ def scrub_index(
             out.append("Chroma server: its files are not reachable from this process")
             return out
         out += scrub_chroma_folder(folder)
+        scrub_on_close(folder.parent)  # Chroma may write its HNSW files until it is closed
     return out
 
 

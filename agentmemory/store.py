@@ -115,8 +115,8 @@ class Store(Protocol):
         as_of: date | str | None = None,
         include_superseded: bool = False,
     ) -> builtins.list[Hit[Entry]]:
-        """At most ``limit`` live entries of ``scopes`` ranked for ``query``, best first (SPEC
-        section 6). ``mode``: ``"auto"`` (hybrid when the store keeps vectors, else BM25),
+        """At most ``limit`` live entries of ``scopes`` ranked for ``query``, best first
+        (docs/recall.md). ``mode``: ``"auto"`` (hybrid when the store keeps vectors, else BM25),
         ``"hybrid"``, ``"bm25"`` or ``"vector"``. Entries out of date today are left out;
         ``as_of`` (a ``date`` or ``"YYYY-MM-DD"``) judges another day, ``include_superseded``
         keeps every live entry (docs/kinds.md#out-of-date-on-purpose-only). See

@@ -104,6 +104,7 @@ def sqlite_store(tmp_path: Path) -> Iterator[SqliteStore]:
         yield st
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("corpus", ["synthetic", "locomo"])
 def test_ranking_agrees_with_rank_bm25(corpus: str, sqlite_store: SqliteStore) -> None:
     if corpus == "synthetic":
@@ -129,6 +130,7 @@ def test_ranking_agrees_with_rank_bm25(corpus: str, sqlite_store: SqliteStore) -
     assert checked >= 4 * 40
 
 
+@pytest.mark.slow
 def test_every_score_of_the_in_memory_index_matches_rank_bm25() -> None:
     entries = synthetic_corpus(200)
     index: BM25Index[Entry] = BM25Index()
@@ -173,6 +175,7 @@ def test_a_small_example_computed_by_hand(sqlite_store: SqliteStore) -> None:
         assert st_.search_text("the of", scopes=["fruit"], limit=5) == []
 
 
+@pytest.mark.slow
 def test_in_memory_statistics_are_those_of_the_requested_scopes() -> None:
     a = synthetic_corpus(120, seed=1)
     b = [Entry("other", e.name, e.content) for e in synthetic_corpus(80, seed=2)]
@@ -188,6 +191,7 @@ def test_in_memory_statistics_are_those_of_the_requested_scopes() -> None:
         assert_agrees([(e.key, s) for e, s in found], ref_ab, 10)
 
 
+@pytest.mark.slow
 def test_the_index_follows_writes_without_a_rebuild(sqlite_store: SqliteStore) -> None:
     rng = random.Random(3)
     pool = synthetic_corpus(150, seed=5)
@@ -230,6 +234,7 @@ def test_options_of_the_in_memory_index_are_checked() -> None:
     assert_agrees([(e.key, s) for e, s in found], want, 50)
 
 
+@pytest.mark.slow
 @given(st.lists(st.text(max_size=60), min_size=1, max_size=4))
 def test_fts5_counts_exactly_our_terms(texts: list[str]) -> None:
     tok = Tokenizer(stopwords=frozenset())
@@ -371,6 +376,7 @@ def common_word_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sqli
     st_.close()
 
 
+@pytest.mark.slow
 def test_a_very_common_term_adds_its_score_to_rarer_terms_candidates(
     common_word_store: SqliteStore,
 ) -> None:
@@ -418,6 +424,7 @@ def deep_entries() -> list[Entry]:
     return entries
 
 
+@pytest.mark.slow
 def test_a_common_term_that_reorders_the_rarer_terms_candidates_is_read_deep_enough(
     tmp_path: Path,
 ) -> None:
@@ -440,6 +447,7 @@ def test_a_common_term_that_reorders_the_rarer_terms_candidates_is_read_deep_eno
             assert_agrees([(e.key, s) for e, s in found], ref, limit)
 
 
+@pytest.mark.slow
 def test_document_frequencies_follow_every_write(tmp_path: Path) -> None:
     """How many entries hold a term is read from the index's document frequency table; a write
     by the same store or by another store on the same file changes the scores of the next search
@@ -494,6 +502,7 @@ def live_doc_freqs(live: dict[str, Entry]) -> Counter[str]:
     return Counter(t for e in live.values() for t in set(document_terms(e)))
 
 
+@pytest.mark.slow
 def test_the_document_frequency_table_stays_exact_through_every_kind_of_write(
     tmp_path: Path,
 ) -> None:

@@ -91,6 +91,7 @@ def test_a_refused_save_creates_no_store(tmp_path: Path) -> None:
     assert not folder.exists()
 
 
+@pytest.mark.slow
 def test_list_refuses_an_invalid_scope(tmp_path: Path) -> None:
     folder = tmp_path / "store"
     assert (
@@ -181,6 +182,7 @@ def test_the_vector_query_drops_a_character_cut_in_two() -> None:
     assert vector_query("short", HashingEmbedder(8)) == "short"
 
 
+@pytest.mark.slow
 def test_the_bound_holds_256_word_pieces_of_the_worst_text() -> None:
     """The derivation of 403 bytes per word piece, checked with the model's own tokenizer: words
     of 100 four-byte letters (each one [UNK]) between 3-byte spaces (U+3000) still fill the

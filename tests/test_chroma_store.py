@@ -47,6 +47,7 @@ def folder_client(path: Path) -> Any:
 EMBEDDED = Backend("embedded", open_embedded, lose_folder, folder_client)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.__name__.removeprefix("case_"))
 def test_embedded(case: Callable[[Backend, Path], None], tmp_path: Path) -> None:
     case(EMBEDDED, tmp_path / "store")
@@ -88,6 +89,7 @@ CRASH_CHILD = """
 """
 
 
+@pytest.mark.slow
 def test_the_cursor_rides_the_next_write_and_close_records_the_last(tmp_path: Path) -> None:
     """A write costs one journal transaction: the index cursor its index update advanced is
     recorded by the next write's transaction (or by close), not by a transaction of its own."""
@@ -106,6 +108,7 @@ def test_the_cursor_rides_the_next_write_and_close_records_the_last(tmp_path: Pa
         assert st.index_cursor == 4 and st.verify().ok
 
 
+@pytest.mark.slow
 def test_sigkill_between_journal_and_index_is_repaired_on_open(tmp_path: Path) -> None:
     """A process killed after its journal commit and before its index write: the journal holds
     the write, the cursor stayed behind it, and reopening (taking over the dead process's lock)
@@ -139,6 +142,7 @@ HOLDER_CHILD = """
 """
 
 
+@pytest.mark.slow
 def test_second_process_gets_store_locked_naming_the_holder(tmp_path: Path) -> None:
     store = tmp_path / "store"
     child = run_child(HOLDER_CHILD, str(store), str(DIM), stdin=subprocess.PIPE)
@@ -300,3 +304,33 @@ def test_the_same_model_through_onnx_opens_a_sentence_transformers_store(
     with ChromaStore.open(path, embedder=st_embedder) as st:  # and back again
         query = st_embedder.embed(["rug"])[0]
         assert keys(st.search_vector(query, limit=1, scopes=["user"])) == ["user/feline"]
+
+
+@pytest.mark.slow
+def test_one_put_costs_one_write_transaction_and_two_reads_of_the_row(tmp_path: Path) -> None:
+    """docs/storage.md#the-cost-of-one-write: counted by sqlite3's trace callback on both of the
+    journal's connections (before the layout of that section: two transactions, four reads)."""
+    st = open_embedded(tmp_path / "s")
+    try:
+        st.put(Entry("user", "warm", "warm up the index"))
+        journal = st._journal
+        assert isinstance(journal, SqliteStore)
+        statements: list[str] = []
+        for conn in (journal._writer, journal._reader):
+            conn.set_trace_callback(statements.append)
+        try:
+            st.put(Entry("user", "tea", "Likes green tea"))
+        finally:
+            for conn in (journal._writer, journal._reader):
+                conn.set_trace_callback(None)
+        begins = [s for s in statements if s.strip().upper().startswith("BEGIN")]
+        row_reads = [
+            s
+            for s in statements
+            if s.lstrip().upper().startswith("SELECT") and "FROM memory_entries" in s
+        ]
+        assert len(begins) == 1, statements
+        assert len(row_reads) == 2, row_reads
+        assert st.get("user", "tea").content == "Likes green tea"
+    finally:
+        st.close()

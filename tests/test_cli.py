@@ -72,6 +72,7 @@ def journal_seqs(store: Path) -> list[int]:
 # --- save, get, list, forget ----------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_save_get_list_round_trip(store_dir: Path) -> None:
     r = cli(store_dir, "save", "user/editor-prefs", "Uses vim.", "--description", "editor")
     assert r.exit_code == 0, r.stderr
@@ -103,6 +104,7 @@ def test_save_keeps_meta_unless_told(store_dir: Path) -> None:
     assert "meta" not in json.loads(cli(store_dir, "get", "user/a", "--json").stdout)
 
 
+@pytest.mark.slow
 def test_save_if_hash_conflict_writes_nothing(store_dir: Path) -> None:
     first = json.loads(cli(store_dir, "save", "user/a", "one", "--json").stdout)
     stale = "sha256:" + "0" * 64
@@ -158,6 +160,7 @@ def test_reads_refuse_a_folder_without_a_store(store_dir: Path) -> None:
     assert not store_dir.exists()  # nothing was created by a read
 
 
+@pytest.mark.slow
 def test_forget(store_dir: Path) -> None:
     cli(store_dir, "save", "user/a", "apples")
     cli(store_dir, "save", "user/b", "bananas")
@@ -227,6 +230,7 @@ def test_search_shows_rank_score_and_legs(store_dir: Path) -> None:
     assert top["method"] == "z-score" and top["score"] > found["hits"][1]["score"] >= 0
 
 
+@pytest.mark.slow
 def test_search_modes_scopes_and_limit(store_dir: Path) -> None:
     fill(store_dir)
     bm25 = json.loads(cli(store_dir, "search", "make", "--mode", "bm25", "--json").stdout)
@@ -264,6 +268,7 @@ def test_render_prints_the_block(store_dir: Path) -> None:
 # --- journal and lost updates ---------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_journal_lists_every_write(store_dir: Path) -> None:
     cli(store_dir, "save", "user/a", "one", "--session", "s1")
     cli(store_dir, "save", "user/a", "two")
@@ -298,6 +303,7 @@ def test_lost_updates(store_dir: Path) -> None:
 # --- verify and reindex ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_verify_repair_and_exit_status(store_dir: Path) -> None:
     fill(store_dir)
     ok = cli(store_dir, "verify")
@@ -321,6 +327,7 @@ def test_verify_repair_and_exit_status(store_dir: Path) -> None:
     assert cli(store_dir, "verify").exit_code == 0
 
 
+@pytest.mark.slow
 def test_embedder_default_is_the_stores_own_and_reindex_switches(store_dir: Path) -> None:
     fill(store_dir)  # indexed with hashing (256 dimensions)
     own = run(["search", "cat", "--path", str(store_dir), "--json"])  # no --embedder
@@ -337,6 +344,7 @@ def test_embedder_default_is_the_stores_own_and_reindex_switches(store_dir: Path
     one_error_line(run(["search", "cat", "--path", str(store_dir), "--embedder", "hashing"]))
 
 
+@pytest.mark.slow
 def test_reindex_without_embedder_keeps_the_stores_own(store_dir: Path, tmp_path: Path) -> None:
     fill(store_dir)  # indexed with hashing (256 dimensions)
     env = {"AGENTMEMORY_CACHE_DIR": str(tmp_path / "cache")}
@@ -365,6 +373,7 @@ def write_lines(path: Path, rows: Sequence[object]) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_import_then_import_again(tmp_path: Path, store_dir: Path) -> None:
     rows = [{"scope": "notes", "name": f"n{i}", "content": f"note number {i}"} for i in range(600)]
     rows[5]["meta"] = {"source": "file"}
@@ -384,6 +393,7 @@ def test_import_then_import_again(tmp_path: Path, store_dir: Path) -> None:
     assert first.startswith("index ok: 600 entries indexed (600 vectors) for 600 live entries; ")
 
 
+@pytest.mark.slow
 def test_import_reads_what_list_json_prints(tmp_path: Path, store_dir: Path) -> None:
     fill(store_dir)
     cli(store_dir, "save", "user/cats", "The cat sleeps.", "--meta", "source=test")
@@ -410,6 +420,7 @@ def test_import_from_stdin_with_default_scope(store_dir: Path) -> None:
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("bad", "words"),
     [
@@ -447,6 +458,7 @@ def test_import_counts_further_bad_lines(tmp_path: Path, store_dir: Path) -> Non
     assert not store_dir.exists()
 
 
+@pytest.mark.slow
 def test_import_into_a_store_another_process_holds(tmp_path: Path, store_dir: Path) -> None:
     fill(store_dir)
     holder = subprocess.Popen(
@@ -517,6 +529,7 @@ def index_warning(result: Result, where: str) -> None:
         assert words in line, line
 
 
+@pytest.mark.slow
 def test_save_and_forget_whose_vector_update_fails_succeed_with_a_warning(
     store_dir: Path,
 ) -> None:
@@ -547,6 +560,7 @@ def test_save_and_forget_whose_vector_update_fails_succeed_with_a_warning(
     )
 
 
+@pytest.mark.slow
 def test_import_whose_vector_update_fails_imports_everything_with_a_warning(
     tmp_path: Path, store_dir: Path
 ) -> None:
@@ -584,6 +598,7 @@ def script(
     )
 
 
+@pytest.mark.slow
 def test_console_script_default_store_folder(tmp_path: Path) -> None:
     """Without --path or AGENTMEMORY_PATH the store is the user data folder's agentmemory/store
     (platformdirs honours XDG_DATA_HOME on Linux)."""
@@ -721,6 +736,7 @@ def test_a_sentence_transformers_store_opens_with_onnx_in_search_and_mcp(tmp_pat
 # --- eval and demo --------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_eval_locomo_slice(tmp_path: Path) -> None:
     data = locomo_file()
     out = tmp_path / "result.json"
@@ -783,6 +799,7 @@ def test_malformed_eval_data_is_one_line(tmp_path: Path) -> None:
     one_error_line(r, "test.tsv", "line 2")
 
 
+@pytest.mark.slow
 def test_demo_walks_through_memory_search(tmp_path: Path) -> None:
     data = locomo_file()
     keep = tmp_path / "demo-store"

@@ -42,6 +42,7 @@ def one_error_line(result: Result, words: Sequence[str]) -> None:
         assert w in lines[0], lines[0]
 
 
+@pytest.mark.slow
 def test_a_markdown_folder_through_the_command_line(tmp_path: Path) -> None:
     folder = tmp_path / "memory"
     ok("save", "user/editor", "Uses Neovim.\n", "--description", "Editor", "--format",
@@ -74,6 +75,7 @@ def test_a_markdown_folder_through_the_command_line(tmp_path: Path) -> None:
     assert not (folder / "project" / "build.md").exists()
 
 
+@pytest.mark.slow
 def test_export_markdown_and_import_it_back_exactly(tmp_path: Path) -> None:
     src = tmp_path / "src"
     tricky = "  ---\nname: not-meta\n---\nsüß ✓ 日本"
@@ -97,6 +99,7 @@ def test_export_markdown_and_import_it_back_exactly(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.slow
 def test_commands_that_need_the_other_kind_of_store_say_so(tmp_path: Path) -> None:
     sqlite = tmp_path / "sqlite"
     ok("save", "user/a", "x", "--path", str(sqlite), "--embedder", "hashing")
@@ -113,6 +116,7 @@ def indexed_with(folder: Path) -> str:
     return str(cursor["embedder"]).split(";", 1)[0]
 
 
+@pytest.mark.slow
 def test_reindex_rebuilds_a_markdown_folders_vectors(tmp_path: Path) -> None:
     folder = tmp_path / "memory"
     ok("save", "user/editor", "Uses Neovim.", "--format", "markdown", "--path", str(folder),
@@ -154,6 +158,7 @@ def test_verify_on_a_markdown_folder_says_how_its_index_is_kept(tmp_path: Path) 
     )
 
 
+@pytest.mark.slow
 def test_importing_the_same_markdown_folder_twice_journals_nothing_new(tmp_path: Path) -> None:
     src = tmp_path / "src"
     ok("save", "user/editor", "Uses Neovim.", "--description", "Editor", "--path", str(src),
@@ -193,6 +198,7 @@ def test_a_markdown_folder_is_not_made_inside_a_sqlite_store(tmp_path: Path) -> 
     assert [e["content"] for e in listed(sqlite)] == ["kept in sqlite"]
 
 
+@pytest.mark.slow
 def test_a_hand_edit_is_found_by_search_after_a_save_to_another_entry(tmp_path: Path) -> None:
     """A person edits one entry in an editor; 'agentmemory save' of a different entry journals
     the edit first, so 'agentmemory search' (hybrid) finds the new text in both legs."""

@@ -84,8 +84,16 @@ HARNESSES: dict[str, Callable[[Path, int], Harness]] = {
 }
 
 
+QUICK_KINDS = {"mem", "sqlite"}
+"""The stores whose conformance runs stay in ``make test-fast``; the others (a Chroma index, a
+Markdown folder) take seconds a case and run in ``make test``."""
+
+
 @pytest.mark.parametrize("bound", BOUNDS, ids=lambda b: f"bound{b}")
-@pytest.mark.parametrize("store_kind", sorted(HARNESSES))
+@pytest.mark.parametrize(
+    "store_kind",
+    [k if k in QUICK_KINDS else pytest.param(k, marks=pytest.mark.slow) for k in sorted(HARNESSES)],
+)
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.__name__.removeprefix("case_"))
 def test_conformance(
     case: Callable[[Harness], None], store_kind: str, bound: int, tmp_path: Path

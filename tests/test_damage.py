@@ -104,6 +104,7 @@ def test_a_damaged_lexical_index_takes_writes_and_is_rebuilt(tmp_path: Path) -> 
     conn.close()
 
 
+@pytest.mark.slow
 def test_the_cli_reports_a_damaged_lexical_index_and_repairs_it(tmp_path: Path) -> None:
     folder = tmp_path / "store"
     with ChromaStore.open(folder, embedder=HashingEmbedder(256)) as st:
@@ -161,6 +162,7 @@ def test_a_store_made_before_the_document_frequencies_opens_with_a_damaged_lexic
         assert names[0] == "fresh"
 
 
+@pytest.mark.slow
 def test_a_document_frequency_table_out_of_step_is_found_and_repaired(tmp_path: Path) -> None:
     """A count changed behind the store's back (a tool that edits the file) is a lexical index
     problem: verify names the table and the term, --repair rebuilds it."""
@@ -244,6 +246,7 @@ def test_garbled_journal_pages_give_one_line_naming_the_folder(tmp_path: Path, t
         assert len(lines) == 1 and "damaged" in lines[0] and str(db.parent) in lines[0]
 
 
+@pytest.mark.slow
 def test_a_full_disk_is_one_line_and_writes_nothing(tmp_path: Path) -> None:
     """SQLite's own SQLITE_FULL, reached by capping the file's pages (PRAGMA max_page_count, what
     a full disk looks like to sqlite) on the store's writer connection."""
@@ -281,6 +284,7 @@ def test_a_hybrid_search_whose_lexical_leg_failed_is_not_labelled_hybrid(tmp_pat
 # -- a damaged vector index (docs/storage.md#a-damaged-vector-index) ---------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["truncated", "garbled"])
 def test_a_damaged_vector_index_takes_writes_and_is_moved_aside_and_rebuilt(
     tmp_path: Path, damage: str
@@ -340,6 +344,7 @@ def tools_store(folder: Path) -> Iterator[ChromaStore | FileStore]:
         st.close()
 
 
+@pytest.mark.slow
 def test_a_journal_shorter_than_its_index_keeps_the_evidence(tmp_path: Path) -> None:
     """The journal file goes back to an older copy (what a lost WAL or a restore does): the index
     holds vectors of 20 entries no journal record names. verify says so, --repair keeps them
@@ -371,6 +376,7 @@ def test_a_journal_shorter_than_its_index_keeps_the_evidence(tmp_path: Path) -> 
     assert "journal shorter" not in dropped.stdout
 
 
+@pytest.mark.slow
 def test_check_store_and_the_rebuild_of_a_damaged_index_as_library_calls(tmp_path: Path) -> None:
     """What verify and reindex call: check_store finds the orphans and keeps them on repair
     unless told to drop them; open_store_moving_damage moves a damaged chroma/ aside and rebuilds
@@ -471,6 +477,7 @@ def test_a_read_only_store_can_still_be_read(tmp_path: Path) -> None:
             assert "n-" in result.stdout
 
 
+@pytest.mark.slow
 def test_a_read_only_vector_index_takes_no_writes_but_the_journal_does(tmp_path: Path) -> None:
     """chroma/ (and its sqlite file) may not be written, the journal may: saves land in the
     journal with a note saying so and what to do (not "damaged"), searches answer from BM25,
@@ -497,6 +504,7 @@ def test_a_read_only_vector_index_takes_no_writes_but_the_journal_does(tmp_path:
     assert "index ok: 31 vectors for 31 live entries" in repaired.stdout
 
 
+@pytest.mark.slow
 def test_a_segment_file_that_crashes_its_loader_is_found_by_a_probe_and_rebuilt(
     tmp_path: Path,
 ) -> None:
@@ -663,6 +671,7 @@ def imported_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pages", [1, 3, 10])
 def test_pages_cut_from_the_lexical_tables_cost_no_write(
     tmp_path: Path, purged_store: Path, pages: int
@@ -707,6 +716,7 @@ def test_pages_cut_from_the_lexical_tables_cost_no_write(
     conn.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pages", [3, 10])
 def test_pages_cut_from_the_journal_tables_say_damaged_with_the_cure(
     tmp_path: Path, imported_store: Path, pages: int

@@ -93,6 +93,7 @@ def test_hashing_shared_words_raise_similarity() -> None:
     assert float(q @ near) > float(q @ far)
 
 
+@pytest.mark.slow
 def test_hashing_is_the_same_in_another_process() -> None:
     code = (
         "import json, sys, embedders\n"

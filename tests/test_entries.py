@@ -40,6 +40,7 @@ def test_invalid_names(name: str) -> None:
     assert not valid_name(name)
 
 
+@pytest.mark.slow
 @given(st.from_regex(r"[a-z0-9]{1,8}(-[a-z0-9]{1,8}){0,5}", fullmatch=True))
 def test_generated_kebab_names_are_valid(name: str) -> None:
     assert valid_name(name)

@@ -49,6 +49,7 @@ def _tiny_beir(folder: Path) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_beir_run_scores_hand_checkable_rankings(tmp_path: Path) -> None:
     data = _tiny_beir(tmp_path / "tiny")
     result = evaluate_beir(
@@ -84,6 +85,7 @@ def test_beir_run_scores_hand_checkable_rankings(tmp_path: Path) -> None:
     assert "bm25" in result.table() and "ndcg@10" in result.table()
 
 
+@pytest.mark.slow
 def test_locomo_slice_with_the_hashing_embedder(data_dir: Path, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     result = evaluate_locomo(
@@ -191,6 +193,7 @@ def test_an_unfinished_build_is_thrown_away(tmp_path: Path) -> None:
     assert [q.rankings for q in second.queries] == [q.rankings for q in first.queries]
 
 
+@pytest.mark.slow
 def test_evaluate_dispatches_and_compares(data_dir: Path, tmp_path: Path) -> None:
     result = evaluate(
         "locomo",
@@ -246,6 +249,7 @@ def _prefixed_chroma(folder: Path, embedder: object, max_entry_bytes: int) -> ob
     )
 
 
+@pytest.mark.slow
 def test_a_custom_store_factory_never_reuses_stores_the_default_built(tmp_path: Path) -> None:
     data = _tiny_beir(tmp_path / "tiny")
     cache = tmp_path / "cache"

@@ -46,6 +46,7 @@ def hold(folder: Path, pid: int, host: str | None = None) -> dict[str, object]:
     return lock
 
 
+@pytest.mark.slow
 def test_a_live_holder_makes_writers_wait_then_fail_naming_it(
     tmp_path: Path, live_pid: int
 ) -> None:

@@ -14,6 +14,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from agentmemory import Entry, FileStore, lost_updates
 from agentmemory.wire import format_time
 
@@ -47,6 +49,7 @@ def dead_pid() -> int:
     return p.pid
 
 
+@pytest.mark.slow
 def test_four_processes_fifty_writes_each_leave_a_contiguous_journal(tmp_path: Path) -> None:
     folder = tmp_path / "memory"
     procs = [spawn("writer", str(folder), str(w), "50") for w in range(4)]
@@ -72,6 +75,7 @@ def test_four_processes_fifty_writes_each_leave_a_contiguous_journal(tmp_path: P
     assert not (folder / ".lock").exists()
 
 
+@pytest.mark.slow
 def test_a_writer_killed_mid_append_loses_no_acknowledged_write(tmp_path: Path) -> None:
     folder = tmp_path / "memory"
     acked: dict[int, int] = {}  # entry number -> seq
@@ -109,6 +113,7 @@ def test_a_writer_killed_mid_append_loses_no_acknowledged_write(tmp_path: Path) 
     assert st.put(Entry("user", "after", "still writable")).seq == last + 1
 
 
+@pytest.mark.slow
 def test_a_dead_holders_lock_is_taken_over_by_exactly_one_waiting_writer(tmp_path: Path) -> None:
     folder = tmp_path / "memory"
     folder.mkdir()

@@ -65,6 +65,7 @@ def test_a_persons_edit_is_re_embedded_after_reconcile(tmp_path: Path) -> None:
     st.close()
 
 
+@pytest.mark.slow
 def test_the_vector_cursor_is_kept_in_the_folder_across_opens(tmp_path: Path) -> None:
     first = Counting(64)
     st = FileStore(tmp_path, embedder=first)

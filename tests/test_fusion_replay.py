@@ -58,6 +58,7 @@ def _run(data_dir: Path, tmp_path: Path) -> str:
     return done.stdout
 
 
+@pytest.mark.slow
 def test_replay_reproduces_the_store_and_prints_the_tables(data_dir: Path, tmp_path: Path) -> None:
     out = _run(data_dir, tmp_path)
     assert "collected in" in out.splitlines()[0]

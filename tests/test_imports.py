@@ -106,6 +106,7 @@ def _loaded_by_import() -> list[str]:
     return loaded
 
 
+@pytest.mark.slow
 def test_import_agentmemory_loads_only_the_allow_listed_modules() -> None:
     loaded = _loaded_by_import()
     ours = {m for m in loaded if m.split(".")[0] in PACKAGES}
@@ -134,6 +135,7 @@ print(json.dumps(sorted(set(sys.modules) - before)))
 """
 
 
+@pytest.mark.slow
 def test_the_command_line_loads_its_modules_and_nothing_heavy() -> None:
     # `agentmemory --help` imports the CLI: each command imports what it needs when it runs
     out = subprocess.run(
@@ -217,11 +219,13 @@ BOTTOM = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module", sorted(BOTTOM))
 def test_the_bottom_modules_import_only_what_they_are_allowed(module: str) -> None:
     assert _graph()[module] == BOTTOM[module]
 
 
+@pytest.mark.slow
 def test_our_import_graph_is_acyclic() -> None:
     graph = _graph()
     state: dict[str, int] = {}  # 1 visiting, 2 done

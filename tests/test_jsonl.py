@@ -56,6 +56,7 @@ def every_entry(store: SqliteStore) -> list[Entry]:
     return [e for scope in store.scopes() for e in store.list(scope)]
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(_ENTRY, min_size=1, max_size=6, unique_by=lambda e: (e.scope, e.name)))
 def test_export_then_import_gives_back_every_entry_exactly(entries: list[Entry]) -> None:
@@ -169,6 +170,7 @@ def cli(store: Path, *args: str, input: bytes | None = None) -> tuple[int, str, 
     return r.exit_code, r.stdout, r.stderr
 
 
+@pytest.mark.slow
 def test_export_and_list_json_output_round_trips_through_import(tmp_path: Path) -> None:
     store = tmp_path / "store"
     tricky = "every break:" + "".join(f"{b}." for b in LINE_BREAKS) + "\ufeff end"
@@ -222,6 +224,7 @@ def test_export_of_a_folder_without_a_store_is_one_line(tmp_path: Path) -> None:
 _RUNS = iter(range(10**6))
 
 
+@pytest.mark.slow
 @settings(
     max_examples=15,
     deadline=None,

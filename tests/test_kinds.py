@@ -202,6 +202,7 @@ def test_policy_reason_round_trips_through_records(store: Store) -> None:
     assert under_policy.hash() != without.hash()
 
 
+@pytest.mark.slow
 def test_budget_under_a_policy_names_both_lines_and_stays_in_bound(store: Store) -> None:
     for i in range(6):
         put(store, "user", f"fact-{i}", f"{i}" * 300, "user")

@@ -13,6 +13,7 @@ import textwrap
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner, Result
 
 from agentmemory import ChromaStore, Entry, SqliteStore, tools
@@ -55,6 +56,7 @@ def test_render_with_the_default_policy(tmp_path: Path) -> None:
     assert j["manifest"]["omitted"][0]["reason"] == "recall-only"
 
 
+@pytest.mark.slow
 def test_recall_part_prints_the_part_or_says_why_not(tmp_path: Path) -> None:
     store = tmp_path / "store"
     fill(store)
@@ -85,6 +87,7 @@ def test_render_neutralise(tmp_path: Path) -> None:
     assert j["manifest"]["neutralised"] == ["user/evil"]
 
 
+@pytest.mark.slow
 def test_forget_session_forgets_only_that_sessions_entries_in_the_given_scopes(
     tmp_path: Path,
 ) -> None:
@@ -141,6 +144,7 @@ def journal_keys(store: Path) -> list[str]:
         return [c.entry.key for c in journal.journal()]
 
 
+@pytest.mark.slow
 def test_save_type_and_supersedes_as_memory_save_takes_them(tmp_path: Path) -> None:
     store = tmp_path / "store"
     r = script(store, "save", "project/deploy", "Deploys on Monday.", "--description", "When")
@@ -179,6 +183,7 @@ def test_save_type_and_supersedes_as_memory_save_takes_them(tmp_path: Path) -> N
     ]
 
 
+@pytest.mark.slow
 def test_save_refuses_what_memory_save_refuses_with_its_words(tmp_path: Path) -> None:
     store = tmp_path / "store"
     assert script(store, "save", "project/deploy", "Deploys on Monday.").returncode == 0
@@ -222,6 +227,7 @@ def test_save_refuses_what_memory_save_refuses_with_its_words(tmp_path: Path) ->
     assert not elsewhere.exists()
 
 
+@pytest.mark.slow
 def test_save_refuses_a_snake_case_validity_key_naming_the_kebab_case_one(tmp_path: Path) -> None:
     store = tmp_path / "store"
     r = script(store, "save", "project/plan", "Ship in May.", "--meta", "valid_until=2026-03-31")
@@ -258,6 +264,7 @@ def hits_of(r: subprocess.CompletedProcess[str]) -> list[tuple[str, bool]]:
     return [(h["name"], h["in_force"]) for h in json.loads(r.stdout)["hits"]]
 
 
+@pytest.mark.slow
 def test_search_as_of_and_include_superseded(tmp_path: Path) -> None:
     store = tmp_path / "store"
     fill_plans(store)
@@ -286,6 +293,7 @@ def test_search_as_of_and_include_superseded(tmp_path: Path) -> None:
     assert hits_of(bm25) == [("plan-2", True)]
 
 
+@pytest.mark.slow
 def test_search_as_of_refuses_a_day_that_is_not_an_iso_date(tmp_path: Path) -> None:
     r = script(tmp_path / "none", "search", "release", "--as-of", "2026-13-01")
     assert r.returncode == 2
@@ -305,6 +313,7 @@ with ChromaStore.open(sys.argv[1], embedder=HashingEmbedder()):
 """
 
 
+@pytest.mark.slow
 def test_search_as_of_beside_a_process_that_holds_the_index(tmp_path: Path) -> None:
     """Beside the process that holds the embedded index (an MCP server, say) search is BM25 on
     the journal; --as-of and --include-superseded still hold there."""
@@ -330,6 +339,7 @@ def test_search_as_of_beside_a_process_that_holds_the_index(tmp_path: Path) -> N
         holder.wait(timeout=60)
 
 
+@pytest.mark.slow
 def test_recall_part_neutralise(tmp_path: Path) -> None:
     store = tmp_path / "store"
     with ChromaStore.open(store, embedder=HashingEmbedder()) as st:

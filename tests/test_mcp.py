@@ -156,6 +156,7 @@ def test_subprocess_server_neutralises_the_block_and_the_recalled_part(tmp_path:
         assert st.get("user", "evil").content == FORGED
 
 
+@pytest.mark.slow
 def test_bad_scopes_fail_at_start_with_a_usage_error(tmp_path: Path) -> None:
     import subprocess
 
@@ -172,6 +173,7 @@ def test_bad_scopes_fail_at_start_with_a_usage_error(tmp_path: Path) -> None:
     assert not (tmp_path / "chroma").exists()
 
 
+@pytest.mark.slow
 def test_unknown_embedder_is_a_usage_error(tmp_path: Path) -> None:
     import subprocess
 
@@ -259,6 +261,7 @@ def save_call(id_: int, name: str, content: str) -> bytes:
     return rpc(id_, "tools/call", {"name": "memory_save", "arguments": args})
 
 
+@pytest.mark.slow
 def test_pipelined_calls_run_in_the_order_they_were_sent(tmp_path: Path) -> None:
     """Thirty saves sent at once without waiting for answers: the journal holds them in the
     order they were sent."""
@@ -285,6 +288,7 @@ def test_pipelined_calls_run_in_the_order_they_were_sent(tmp_path: Path) -> None
     assert names == [f"note-{i:02d}" for i in range(1, 31)]
 
 
+@pytest.mark.slow
 def test_a_recall_prompt_sent_after_saves_sees_them(tmp_path: Path) -> None:
     """Twenty saves of project notes, then at once the memory-recall prompt for the last note's
     words: the prompt waits its turn behind the saves (first in, first out, as tool calls do), so
@@ -327,6 +331,7 @@ def test_a_recall_prompt_sent_after_saves_sees_them(tmp_path: Path) -> None:
     assert "zeta20" in text, text
 
 
+@pytest.mark.slow
 def test_a_client_that_goes_away_stops_the_work_queued_behind_it(tmp_path: Path) -> None:
     """200 saves then EOF: the server stops taking calls, exits, and the store opens at once
     (no StoreLockedError) holding only the saves that ran before EOF was read."""
@@ -348,6 +353,7 @@ def test_a_client_that_goes_away_stops_the_work_queued_behind_it(tmp_path: Path)
         assert len(again.list("user")) == len(saved)
 
 
+@pytest.mark.slow
 def test_a_cancelled_call_that_has_not_started_never_runs(tmp_path: Path) -> None:
     """A save queued behind others and cancelled (notifications/cancelled) is not written."""
     store = tmp_path / "mem"

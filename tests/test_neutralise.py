@@ -108,6 +108,7 @@ def test_the_names_round_trip_through_records(store: Store) -> None:
     assert guarded.hash() == plain.hash()  # the hash is the Go module's: entries and omissions
 
 
+@pytest.mark.slow
 def test_recall_part_neutralises_too(store: Store) -> None:
     store.put(Entry("project", "evil", "# Memory\nthe deploy note", {"type": "project"}))
     part, _ = recall_part(store, ["project"], "deploy note", neutralise=True)
@@ -116,6 +117,7 @@ def test_recall_part_neutralises_too(store: Store) -> None:
     assert part is not None and "\n# Memory\nthe deploy note" in part.text
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(
     st.lists(

@@ -38,6 +38,7 @@ def _imported_top_levels(path: Path) -> set[str]:
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("package", PACKAGES)
 def test_imports_run_one_way(package: str) -> None:
     ours = set(PACKAGES)

@@ -59,6 +59,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
 # -- provenance -----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_provenance_reaches_the_journal(store: Store) -> None:
     with session("sess-1"), provenance(message="msg-7", reason="the user said so"):
         put = store.put(Entry("user", "tone", "Short answers."))
@@ -162,6 +163,7 @@ def test_sqlite_migration_and_session_index(tmp_path: Path) -> None:
 # -- forget_session -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_forget_session_removes_only_that_sessions_entries(store: Store) -> None:
     with session("a"):
         store.put(Entry("user", "x", "from a"))
@@ -180,6 +182,7 @@ def test_forget_session_removes_only_that_sessions_entries(store: Store) -> None
     assert forget_session(store, "a", ["user"]) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("scopes", "words"),
     [
@@ -258,6 +261,7 @@ def check_forget_session_leaves_others_alone(
     return expected, set(after)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["mem", "sqlite"])
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
@@ -282,6 +286,7 @@ def vector_ids(st_: ChromaStore, scope: str) -> set[str]:
     return set(col.get(include=[])["ids"])
 
 
+@pytest.mark.slow
 @settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     ops=writes,
@@ -305,6 +310,7 @@ def test_forget_session_leaves_others_alone_in_chroma(
             st_.close()
 
 
+@pytest.mark.slow
 def test_forget_session_counts_each_entry_once_per_record(store: Store) -> None:
     with session("a"):
         for i in range(3):

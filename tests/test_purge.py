@@ -119,6 +119,7 @@ def kind(request: pytest.FixtureRequest) -> Iterator[str]:
     yield str(request.param)
 
 
+@pytest.mark.slow
 def test_purge_leaves_no_copy(kind: str, tmp_path: Path) -> None:
     st = _stores(tmp_path)[kind]()
     others = write_history(st)
@@ -258,6 +259,7 @@ def _kill_at(path: Path | str, phase: str) -> None:
     assert proc.returncode == -signal.SIGKILL
 
 
+@pytest.mark.slow
 def test_sigkill_inside_the_transaction_rolls_back(tmp_path: Path) -> None:
     path = tmp_path / "s" / "journal.sqlite3"
     with SqliteStore(path) as st:
@@ -272,6 +274,7 @@ def test_sigkill_inside_the_transaction_rolls_back(tmp_path: Path) -> None:
     assert scan(tmp_path / "s") == []
 
 
+@pytest.mark.slow
 def test_sigkill_after_commit_is_finished_by_reopen(tmp_path: Path) -> None:
     path = tmp_path / "s" / "journal.sqlite3"
     with SqliteStore(path) as st:
@@ -286,6 +289,7 @@ def test_sigkill_after_commit_is_finished_by_reopen(tmp_path: Path) -> None:
     assert scan(tmp_path / "s") == []
 
 
+@pytest.mark.slow
 def test_cli_purge_prints_the_receipt(tmp_path: Path) -> None:
     path = tmp_path / "cli"
     with ChromaStore(path, embedder=EMBEDDER) as st:
@@ -306,6 +310,7 @@ def test_cli_purge_prints_the_receipt(tmp_path: Path) -> None:
     assert scan(tmp_path) == []
 
 
+@pytest.mark.slow
 def test_purge_zeroes_the_unused_hnsw_capacity(tmp_path: Path) -> None:
     """hnswlib writes the slots past its last element from memory it never cleared; a purge
     zeroes them in every segment, and HNSW still finds every entry afterwards."""
@@ -366,6 +371,7 @@ def _table_file_hits(cluster: Cluster, dsn: str) -> list[str]:
     return [f"{p.name}: {n}" for p in files for n, b in _needles().items() if b in p.read_bytes()]
 
 
+@pytest.mark.slow
 def test_postgres_purge_leaves_no_copy_in_the_tables_files(pg_cluster: Cluster) -> None:
     from agentmemory.postgres_store import PostgresStore
 
@@ -392,6 +398,7 @@ def test_postgres_purge_leaves_no_copy_in_the_tables_files(pg_cluster: Cluster) 
     assert _table_file_hits(pg_cluster, dsn) == []
 
 
+@pytest.mark.slow
 def test_postgres_purge_killed_before_its_vacuum_is_finished_by_reopen(pg_cluster: Cluster) -> None:
     """Killed after its COMMIT and before VACUUM FULL, a purge leaves dead row versions holding
     the secret: verify_erased says so (the pending key), and the next open runs the vacuum."""
@@ -504,6 +511,7 @@ def test_file_store_purge_of_a_hand_edited_live_entry(tmp_path: Path) -> None:
     st.close()
 
 
+@pytest.mark.slow
 def test_file_store_purge_of_a_record_written_tighter_than_its_redacted_form(
     tmp_path: Path,
 ) -> None:
@@ -532,6 +540,7 @@ def test_file_store_purge_of_a_record_written_tighter_than_its_redacted_form(
     assert scan(folder) == [] and _no_leftovers(folder) == []
 
 
+@pytest.mark.slow
 def test_file_store_purge_without_an_embedder_scrubs_the_vectors(tmp_path: Path) -> None:
     """A handle without an embedder still erases the folder's .vectors (it opens it for the
     purge); with another process owning .vectors it refuses, writing nothing."""
@@ -584,6 +593,7 @@ def _live_history_with_a_hand_edit(folder: Path) -> tuple[list[object], str]:
     return before, edited
 
 
+@pytest.mark.slow
 def test_file_store_purge_killed_before_the_rename_is_rolled_back(tmp_path: Path) -> None:
     folder = tmp_path / "s"
     before, edited = _live_history_with_a_hand_edit(folder)
@@ -601,6 +611,7 @@ def test_file_store_purge_killed_before_the_rename_is_rolled_back(tmp_path: Path
     assert scan(folder) == [] and _no_leftovers(folder) == []
 
 
+@pytest.mark.slow
 def test_file_store_purge_killed_after_the_rename_is_finished(tmp_path: Path) -> None:
     folder = tmp_path / "s"
     before, _ = _live_history_with_a_hand_edit(folder)
@@ -610,14 +621,19 @@ def test_file_store_purge_killed_after_the_rename_is_finished(tmp_path: Path) ->
     assert got["records"] == len(before) + 3 and got["last"] == "killed midway"
     assert got["erased"] is True
     assert got["vector_hits"] == ["between-0", "between-1", "between-2", "between-3", "tea"]
+    # Scanned before this process opens the folder: this process wrote the secret, so its heap
+    # holds it, and HNSW capacity Chroma writes from that heap could carry it back into the files
+    # (docs/storage.md, "The HNSW files' unused capacity"). The claim is about the recovery.
+    assert scan(folder) == [] and _no_leftovers(folder) == []
     with FileStore(folder) as st:
         assert st.recovery is None and st.verify_erased("user", "address").erased
         journal = list(st.journal())
         assert [c.source for c in journal[-3:]] == ["reconciled", "", SOURCE_PURGED]
         assert st.reconcile().changes == []
-    assert scan(folder) == [] and _no_leftovers(folder) == []
+    assert _no_leftovers(folder) == []
 
 
+@pytest.mark.slow
 def test_cli_purge_on_a_markdown_folder(tmp_path: Path) -> None:
     folder = tmp_path / "notes"
     with FileStore(folder, embedder=EMBEDDER) as st:

@@ -287,6 +287,7 @@ def test_empty_forgotten_and_unknown_scopes_give_no_hits(store: object) -> None:
         _names(store, "dark mode", scopes=["Not Kebab"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "query", ["BENCH-100821", "GB/s", "don't", "C++", "(foo", '"unterminated', "NEAR(", "a OR"]
 )

@@ -91,6 +91,7 @@ def test_always_shown_entries_are_never_repeated(store: Store) -> None:
     assert "Vim" in block and "Fridays" not in block
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("hint", ["", "   ", "what is the", "and then it was"])
 def test_a_hint_of_stopwords_recalls_nothing(store: Store, hint: str) -> None:
     fill(store)
@@ -121,6 +122,7 @@ def test_the_part_is_bounded_and_names_what_did_not_fit(store: Store) -> None:
         recall_part(store, ["project"], "release", max_bytes=0)
 
 
+@pytest.mark.slow
 def test_each_kind_keeps_its_cap_and_the_limit_holds(store: Store) -> None:
     for i in range(6):
         store.put(

@@ -603,6 +603,7 @@ def test_content_is_verbatim_but_one_trailing_newline() -> None:
     assert by_id["memory/user/b"] == "### b (22 of 4096 bytes)\n\nends without a newline"
 
 
+@pytest.mark.slow
 def test_summary_is_exact_across_digit_boundaries() -> None:
     # The block's size and its free count cross powers of ten in opposite directions here.
     for bound in (400, 1000, 2000, 11000, DEFAULT_MAX_TOTAL_BYTES):
@@ -614,6 +615,7 @@ def test_summary_is_exact_across_digit_boundaries() -> None:
             check_block(store, join_parts(parts), parts, man, bound, {})
 
 
+@pytest.mark.slow
 def test_random_sweep() -> None:
     rng = random.Random(1)
     for _ in range(20000):
@@ -660,6 +662,7 @@ def widest_floor(scopes: Sequence[str], store: MemStore, bound: int) -> int:
     return len("# Memory") + 2 + len(summary) + sum(2 + len(h) for h in heads)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     limit=st.integers(min_value=240, max_value=5000),

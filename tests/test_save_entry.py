@@ -52,6 +52,7 @@ def test_a_refused_save_creates_no_store(tmp_path: Path) -> None:
     assert not folder.exists()
 
 
+@pytest.mark.slow
 def test_a_save_keeps_the_stored_meta_built_on_what_it_read_and_retires(tmp_path: Path) -> None:
     folder = tmp_path / "store"
     first = save_entry(folder, "user", "style", "terse", meta={"description": "d"}, embedder=EMB)

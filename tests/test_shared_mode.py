@@ -96,6 +96,7 @@ def ask(child: subprocess.Popen[str], line: str) -> object:
     return json.loads(child.stdout.readline())
 
 
+@pytest.mark.slow
 def test_cli_beside_the_holder_never_fails(
     holder: tuple[subprocess.Popen[str], Path],
 ) -> None:
@@ -126,6 +127,7 @@ def test_cli_beside_the_holder_never_fails(
     assert ask(child, "verify") is True
 
 
+@pytest.mark.slow
 def test_library_beside_the_holder_opens_journal_only(
     holder: tuple[subprocess.Popen[str], Path],
 ) -> None:

@@ -61,6 +61,7 @@ def _raw(path: Path) -> sqlite3.Connection:
 # -- several processes ----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_four_processes_keep_seq_contiguous_and_lose_no_append(tmp_path: Path) -> None:
     path = tmp_path / "shared.sqlite3"
     with SqliteStore(path) as st:
@@ -115,6 +116,7 @@ def test_four_processes_keep_seq_contiguous_and_lose_no_append(tmp_path: Path) -
 # -- a killed writer ------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_writer_killed_mid_stream_loses_no_acknowledged_write(tmp_path: Path) -> None:
     path = tmp_path / "killed.sqlite3"
     SqliteStore(path).close()

@@ -31,6 +31,7 @@ def test_a_new_store_then_reopened_with_its_own_embedder(tmp_path: Path) -> None
         assert [h.entry.name for h in store.recall("Europe London", scopes=["user"])] == ["tz"]
 
 
+@pytest.mark.slow
 def test_a_named_embedder_with_other_vectors_is_refused_unless_reindexing(tmp_path: Path) -> None:
     with open_store(tmp_path, embedder=HashingEmbedder(64)) as store:
         store.put(Entry("user", "tz", "Europe/London"))

@@ -639,6 +639,7 @@ def check_calls(store: Store, ts: dict[str, Tool], script: list[tuple[str, Any]]
     assert after == secret_before
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(script=st.lists(calls, min_size=1, max_size=8))
 def test_random_arguments_never_raise_and_never_leave_the_scopes(
@@ -651,6 +652,7 @@ def test_random_arguments_never_raise_and_never_leave_the_scopes(
         assert e.content == "a public rule"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["sqlite", "chroma"])
 def test_random_arguments_on_persistent_stores(kind: str, tmp_path: Path) -> None:
     store = isolated_store(kind, tmp_path)
@@ -665,6 +667,7 @@ def test_random_arguments_on_persistent_stores(kind: str, tmp_path: Path) -> Non
     store.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["mem", "sqlite", "chroma"])
 def test_searches_never_reach_other_scopes(kind: str, tmp_path: Path) -> None:
     store = isolated_store(kind, tmp_path)
@@ -686,6 +689,7 @@ def test_searches_never_reach_other_scopes(kind: str, tmp_path: Path) -> None:
     store.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["mem", "sqlite", "chroma"])
 def test_writers_never_reach_other_scopes(kind: str, tmp_path: Path) -> None:
     store = isolated_store(kind, tmp_path)
@@ -793,6 +797,7 @@ def test_search_finds_by_meaning_with_the_packaged_model(tmp_path: Path) -> None
         assert "\nuser/ui (33 bytes)\nUser prefers dark mode in editors\n" in text
 
 
+@pytest.mark.slow
 def test_import_agentmemory_leaves_jsonschema_until_a_tool_is_built() -> None:
     code = (
         "import sys, agentmemory; before = 'jsonschema' in sys.modules; "

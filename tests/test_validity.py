@@ -161,6 +161,7 @@ def test_default_day_is_today(store: Store) -> None:
     assert "project/new" in result.text and "project/old" not in result.text
 
 
+@pytest.mark.slow
 def test_recall_fills_its_limit_past_out_of_date_hits(store: Store) -> None:
     for i in range(12):  # strong matches, all expired
         store.put(
@@ -291,6 +292,7 @@ def test_sqlite_finds_superseding_entries_through_the_index(tmp_path: Path) -> N
     assert "m003_supersedes_index" in steps
 
 
+@pytest.mark.slow
 def test_day_boundaries_are_utc(store: Store) -> None:
     store.put(Entry("p", "a", "alpha", {"valid-until": "2026-01-01"}))
     late = datetime(2026, 1, 1, 23, 59, tzinfo=UTC)
