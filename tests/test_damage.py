@@ -501,7 +501,7 @@ def test_a_read_only_vector_index_takes_no_writes_but_the_journal_does(tmp_path:
         assert not [p for p in folder.iterdir() if p.name.startswith(DAMAGED_PREFIX)]
     repaired = run("verify", "--repair", "--path", str(folder), *HASHING)
     assert repaired.exit_code == 0, repaired.output
-    assert "index ok: 31 vectors for 31 live entries" in repaired.stdout
+    assert "index ok: 31 entries indexed (31 vectors) for 31 live entries" in repaired.stdout
 
 
 @pytest.mark.slow
