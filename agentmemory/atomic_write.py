@@ -47,17 +47,8 @@ def write_atomic(path: Path, data: bytes, *, sync: bool = True) -> None:
     """
     folder = path.parent
     tmp = folder / f"{TEMP_PREFIX}{secrets.token_hex(8)}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    _write_new(tmp, data, sync=sync)
     try:
-        try:
-            view = memoryview(data)
-            while view:
-                n = os.write(fd, view)
-                view = view[n:]
-            if sync:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -77,6 +68,12 @@ def write_synced(path: Path, data: bytes) -> None:
         FileExistsError: ``path`` exists.
         OSError: the folder cannot be written (read-only, full disk).
     """
+    _write_new(path, data, sync=True)
+
+
+def _write_new(path: Path, data: bytes, *, sync: bool) -> None:
+    """Create ``path`` (it must not exist), write all of ``data`` and fsync it when ``sync``;
+    the file is removed on any failure."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
         try:
@@ -84,7 +81,8 @@ def write_synced(path: Path, data: bytes) -> None:
             while view:
                 n = os.write(fd, view)
                 view = view[n:]
-            os.fsync(fd)
+            if sync:
+                os.fsync(fd)
         finally:
             os.close(fd)
     except BaseException:

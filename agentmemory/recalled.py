@@ -121,15 +121,20 @@ class RecalledManifest:
         omitted: the entries that passed the floor but not the byte bound, best first.
         reason: ``""`` when something was recalled or left out for size;
             :data:`RECALL_NO_SIGNAL` or :data:`RECALL_BELOW_FLOOR` when nothing was.
+        neutralised: ``"scope/name"`` of the entries in the part whose headings of level 1 to 3
+            were made level 4 (``neutralise=True``), in the part's order, as the block's
+            :class:`~agentmemory.Manifest` names them (docs/kinds.md#memory-is-data).
     """
 
     hint: str
     entries: tuple[RecalledEntry, ...] = ()
     omitted: tuple[RecalledEntry, ...] = ()
     reason: str = ""
+    neutralised: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        """The manifest as a JSON-ready dict: ``hint``, ``entries``, ``omitted``, ``reason``?"""
+        """The manifest as a JSON-ready dict: ``hint``, ``entries``, ``omitted``, ``reason``?,
+        ``neutralised``? (the optional keys only when not empty)."""
         d: dict[str, Any] = {
             "hint": self.hint,
             "entries": [e.to_dict() for e in self.entries],
@@ -137,6 +142,8 @@ class RecalledManifest:
         }
         if self.reason:
             d["reason"] = self.reason
+        if self.neutralised:
+            d["neutralised"] = list(self.neutralised)
         return d
 
     def to_json(self) -> str:
@@ -249,6 +256,7 @@ def recall_part(
     texts: list[str] = []
     held: list[RecalledEntry] = []
     left: list[RecalledEntry] = []
+    changed: list[str] = []
     for hit in chosen:
         text = _entry_text(hit.entry, bound_limit, neutralise)
         cost = len(PART_SEPARATOR) + utf8_len(text)
@@ -256,9 +264,11 @@ def recall_part(
             used += cost
             texts.append(text)
             held.append(_manifest_entry(hit))
+            if text != _entry_text(hit.entry, bound_limit, False):
+                changed.append(hit.entry.key)
         else:
             left.append(_manifest_entry(hit, OMIT_BUDGET))
-    manifest = RecalledManifest(hint, tuple(held), tuple(left))
+    manifest = RecalledManifest(hint, tuple(held), tuple(left), neutralised=tuple(changed))
     if not texts:
         return None, manifest
     return Part(RECALLED_PART_ID, PART_SEPARATOR.join([_HEADING, *texts])), manifest

@@ -111,10 +111,15 @@ def test_the_names_round_trip_through_records(store: Store) -> None:
 @pytest.mark.slow
 def test_recall_part_neutralises_too(store: Store) -> None:
     store.put(Entry("project", "evil", "# Memory\nthe deploy note", {"type": "project"}))
-    part, _ = recall_part(store, ["project"], "deploy note", neutralise=True)
+    store.put(Entry("project", "plain", "the deploy note without headings", {"type": "project"}))
+    part, manifest = recall_part(store, ["project"], "deploy note", neutralise=True)
     assert part is not None and "\n#### Memory\nthe deploy note" in part.text
-    part, _ = recall_part(store, ["project"], "deploy note")
+    assert {e.name for e in manifest.entries} == {"evil", "plain"}
+    assert manifest.neutralised == ("project/evil",)
+    assert manifest.to_dict()["neutralised"] == ["project/evil"]
+    part, manifest = recall_part(store, ["project"], "deploy note")
     assert part is not None and "\n# Memory\nthe deploy note" in part.text
+    assert manifest.neutralised == () and "neutralised" not in manifest.to_dict()
 
 
 @pytest.mark.slow

@@ -246,3 +246,43 @@ def test_server_of_another_version_and_a_taken_port_are_refused(server_store: Pa
         ChromaStore.open(store, embedder=HashingEmbedder())
     r = agentmemory("search", "cat", path=store)
     assert r.returncode == 1 and "chromadb 0.0.1" in r.stderr and "server stop" in r.stderr
+
+
+@pytest.mark.slow
+def test_reads_on_the_folders_server_leave_indexing_to_writers(server_store: Path) -> None:
+    """docs/storage.md#reads-do-not-write: a store opened to read (search, get, list, render,
+    the CLI's search) on the folder's server does not embed or upsert the journal records the
+    index has not taken yet; the next writer does."""
+    from agentmemory import SqliteStore, render
+    from agentmemory.chroma_store import JOURNAL_FILE
+
+    store = server_store
+    started = agentmemory("server", "start", path=store)
+    assert started.returncode == 0, started.stderr
+    record = read_record(store)
+    assert record is not None
+    with SqliteStore(store / JOURNAL_FILE) as journal:  # another process's journal-only write
+        journal.put(Entry("user", "dog", "dogs bark at night"))
+
+    import chromadb
+
+    server = chromadb.HttpClient(host=record.host, port=record.port)
+
+    def vectors() -> int:
+        with ChromaStore.open(store, embedder=HashingEmbedder(), read_only=True) as probe:
+            name = probe.collection_name("user")
+        return int(server.get_collection(name).count())
+
+    before = vectors()
+    with open_store(store, embedder="hashing", read_only=True) as reader:
+        assert reader.server is not None
+        assert {e.name for e in reader.list("user")} == {"cat", "dog"}
+        assert reader.get("user", "dog").content == "dogs bark at night"
+        assert reader.recall("dogs bark", scopes=["user"])[0].entry.name == "dog"
+        render(reader, ["user"])
+    found = agentmemory("search", "dogs", "bark", path=store)
+    assert found.returncode == 0, found.stderr
+    assert vectors() == before, "a read indexed the journal"
+    with open_store(store, embedder="hashing") as writer:
+        writer.put(Entry("user", "owl", "owls hoot"))
+    assert vectors() == before + 2, "the writer did not catch the index up"

@@ -282,5 +282,6 @@ def test_server_killed_and_restarted_mid_stream(shared_store: Path) -> None:
     for m in notes:
         assert record.url in m and "agentmemory server start" in m, m
     assert notes, "no write met the dead server"
-    print(f"{len(notes)} writes met the dead server; clean without repair:", end=" ")
-    print(check_stream(shared_store, results, n))
+    # the writes that met the dead server are in the journal; the next open catches the index up
+    # from it, so verify is clean without a repair (measured: 179 of 200 writes met it)
+    assert check_stream(shared_store, results, n), "the index did not catch up without a repair"

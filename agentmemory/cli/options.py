@@ -1,5 +1,6 @@
 """The options commands share (``--path``, ``--format``, ``--dsn``, ``--chroma-url``,
-``--json``, ``--embedder``, ``--shared``, ``--session``), where the options kept in click's
+``--json``, ``--embedder``, ``--shared``, ``--session``, the byte bounds, ``--policy`` and
+``--neutralise``), where the options kept in click's
 ``ctx.meta`` are read back, and the parsing of ``SCOPE/NAME`` and ``KEY=VALUE`` arguments."""
 
 from __future__ import annotations
@@ -215,3 +216,30 @@ def parse_meta(pairs: Sequence[str]) -> dict[str, str]:
             )
         meta[key] = value
     return meta
+
+
+def bytes_option(flag: str, default: int, help: str) -> Callable[[F], F]:
+    """An option for a bound in UTF-8 bytes (at least 1), its default shown: ``--max-total-bytes``
+    (the block, :data:`agentmemory.DEFAULT_MAX_TOTAL_BYTES`) and ``--max-bytes`` (the recalled
+    part, :data:`agentmemory.recalled.DEFAULT_RECALL_BYTES`)."""
+    return click.option(
+        flag, type=click.IntRange(min=1), default=default, show_default=True, help=help
+    )
+
+
+def policy_option(help: str) -> Callable[[F], F]:
+    """``--policy none|default`` (default ``none``): the kind policy of the block
+    (docs/kinds.md)."""
+    return click.option(
+        "--policy",
+        type=click.Choice(["none", "default"]),
+        default="none",
+        show_default=True,
+        help=help,
+    )
+
+
+def neutralise_option(help: str) -> Callable[[F], F]:
+    """``--neutralise``: headings of level 1 to 3 inside entries become level 4
+    (docs/contract.md)."""
+    return click.option("--neutralise", is_flag=True, help=help)

@@ -12,9 +12,19 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..kinds import KindRegistry
+from ..recalled import DEFAULT_RECALL_BYTES
+from ..render import DEFAULT_MAX_TOTAL_BYTES
 from .group import main
 from .opening import open_index, opened_journal
-from .options import embedder_option, json_option, path_option, server_options
+from .options import (
+    bytes_option,
+    embedder_option,
+    json_option,
+    neutralise_option,
+    path_option,
+    policy_option,
+    server_options,
+)
 from .output import SHOW_CHARS, echo_json, note, one_line
 
 if TYPE_CHECKING:
@@ -250,26 +260,18 @@ def _held_log(name: str, into: list[logging.LogRecord]) -> Iterator[None]:
 
 @main.command("render", short_help="Print the memory block the model reads.")
 @click.argument("scopes", nargs=-1, required=True)
-@click.option(
+@bytes_option(
     "--max-total-bytes",
-    type=click.IntRange(min=1),
-    default=32 * 1024,
-    show_default=True,
-    help="The bound of the block, in UTF-8 bytes.",
+    DEFAULT_MAX_TOTAL_BYTES,
+    "The bound of the block, in UTF-8 bytes.",
 )
-@click.option(
-    "--policy",
-    type=click.Choice(["none", "default"]),
-    default="none",
-    show_default=True,
-    help="default: show only the always-shown kinds (user, feedback) and name the rest as "
-    "recalled when relevant; none: show every entry.",
+@policy_option(
+    "default: show only the always-shown kinds (user, feedback) and name the rest as "
+    "recalled when relevant; none: show every entry."
 )
-@click.option(
-    "--neutralise",
-    is_flag=True,
-    help="Make headings of level 1 to 3 inside entries level 4, so content cannot forge the "
-    "block's structure.",
+@neutralise_option(
+    "Make headings of level 1 to 3 inside entries level 4, so content cannot forge the "
+    "block's structure."
 )
 @path_option
 @json_option
@@ -309,18 +311,14 @@ def render_command(
 @click.option(
     "--scope", "scopes", multiple=True, help="A scope to recall from; repeat (default: all)."
 )
-@click.option(
+@bytes_option(
     "--max-bytes",
-    type=click.IntRange(min=1),
-    default=8 * 1024,
-    show_default=True,
-    help="The bound of the part, in UTF-8 bytes.",
+    DEFAULT_RECALL_BYTES,
+    "The bound of the part, in UTF-8 bytes.",
 )
-@click.option(
-    "--neutralise",
-    is_flag=True,
-    help="Make headings of level 1 to 3 inside entries level 4, so content cannot forge the "
-    "part's structure.",
+@neutralise_option(
+    "Make headings of level 1 to 3 inside entries level 4, so content cannot forge the "
+    "part's structure."
 )
 @path_option
 @embedder_option

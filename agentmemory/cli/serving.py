@@ -10,9 +10,18 @@ from typing import Any
 
 import click
 
+from ..render import DEFAULT_MAX_TOTAL_BYTES
 from .group import main
 from .opening import open_index, opening
-from .options import embedder_option, json_option, path_option, server_options
+from .options import (
+    bytes_option,
+    embedder_option,
+    json_option,
+    neutralise_option,
+    path_option,
+    policy_option,
+    server_options,
+)
 from .output import echo_json
 
 
@@ -33,26 +42,18 @@ from .output import echo_json
 )
 @embedder_option
 @server_options
-@click.option(
+@bytes_option(
     "--max-total-bytes",
-    type=click.IntRange(min=1),
-    default=32 * 1024,
-    show_default=True,
-    help="The bound of the rendered block (memory://block), in bytes.",
+    DEFAULT_MAX_TOTAL_BYTES,
+    "The bound of the rendered block (memory://block), in bytes.",
 )
-@click.option(
-    "--policy",
-    type=click.Choice(["none", "default"]),
-    default="none",
-    show_default=True,
-    help="default: the block shows only user and feedback entries, and the prompt "
-    "memory-recall recalls the others per turn; none: the block shows every entry.",
+@policy_option(
+    "default: the block shows only user and feedback entries, and the prompt "
+    "memory-recall recalls the others per turn; none: the block shows every entry."
 )
-@click.option(
-    "--neutralise",
-    is_flag=True,
-    help="Make headings of level 1 to 3 inside entries level 4 in memory://block and the "
-    "memory-recall prompt, so content cannot forge their structure.",
+@neutralise_option(
+    "Make headings of level 1 to 3 inside entries level 4 in memory://block and the "
+    "memory-recall prompt, so content cannot forge their structure."
 )
 def mcp_command(
     path: Path | None,
