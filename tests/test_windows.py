@@ -170,6 +170,7 @@ def test_both_runtimes_of_the_packaged_model_split_alike() -> None:
 # --- the index ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_every_window_is_indexed_and_verify_counts_entries(tmp_path: Path) -> None:
     sizes = {"short": 5, "ten": 10, "long": 20, "longer": 41}
     with ChromaStore.open(tmp_path / "s", embedder=windowed()) as st:
@@ -278,6 +279,7 @@ def test_an_embedder_without_windows_keeps_one_vector_per_entry(tmp_path: Path) 
         assert st.verify().ok
 
 
+@pytest.mark.slow
 def test_a_store_indexed_before_windows_re_embeds_its_long_entries_once(tmp_path: Path) -> None:
     """Indexed with one vector per entry (what every store held before windows), then opened with
     a windowed embedder of the same vectors: the long entries, and only they, are embedded
