@@ -328,37 +328,47 @@ class ChromaIndex:
 
         self._run(scope, write, create=True)
 
-    def delete(self, scope: str, names: Sequence[str], *, by_name: bool = False) -> None:
-        """Remove every window of the entries ``names`` of ``scope``; names without a vector,
-        and a scope without a collection, are no error.
+    def delete(self, scope: str, names: Sequence[str], *, by_name: bool = True) -> None:
+        """Remove every vector whose metadata names one of the entries ``names`` of ``scope``
+        (a ``where`` on ``name``, 512 names per Chroma call); names without a vector, and a
+        scope without a collection, are no error.
 
-        By default the ids come from the window count window 0 records (one read, then one
-        delete by id: 23 ms against 47 ms for a ``where`` on ``name`` at 100k vectors,
-        docs/storage.md#ids-and-metadata). ``by_name`` deletes every vector whose metadata
-        names the entries (a ``where`` on ``name``), which also finds windows a count no longer
-        names; :meth:`IndexSync.sync` uses it to repair."""
+        By name, not by the window count window 0 records (which would be one read, then one
+        delete by id: 23 ms against 47 ms at 100k vectors, docs/storage.md#ids-and-metadata):
+        two writers of one entry on a Chroma server can interleave so that window 0 counts
+        fewer windows than the collection holds, and a forget or a purge must remove those
+        too. ``by_name`` is kept for callers that pass it; both values delete by name."""
+        del by_name
         if not names:
             return
         wanted = builtins.list(dict.fromkeys(names))
-        if by_name:
-            step = 512
-            for start in range(0, len(wanted), step):
-                part = wanted[start : start + step]
+        step = 512
+        for start in range(0, len(wanted), step):
+            part = wanted[start : start + step]
 
-                def remove_named(col: Any, part: builtins.list[str] = part) -> None:
-                    col.delete(where={"name": {"$in": part}})
+            def remove_named(col: Any, part: builtins.list[str] = part) -> None:
+                col.delete(where={"name": {"$in": part}})
 
-                self._run(scope, remove_named, create=False)
-            return
-        counts = self.window_counts(scope, wanted)
-        ids = [vector_id(scope, n, k) for n, w in counts.items() for k in range(w)]
-        if not ids:
-            return
+            self._run(scope, remove_named, create=False)
 
-        def remove(col: Any) -> None:
-            col.delete(ids=ids)
+    def named(self, scope: str, names: Sequence[str]) -> dict[str, int]:
+        """How many vectors of ``scope`` name each of the entries ``names`` in their metadata
+        (every window, whatever window 0 counts), for those with at least one, by name; a
+        ``where`` on ``name``, 512 names per Chroma call. What a purge counts and checks."""
+        out: dict[str, int] = {}
+        wanted = builtins.list(dict.fromkeys(names))
+        step = 512
+        for start in range(0, len(wanted), step):
+            part = wanted[start : start + step]
 
-        self._run(scope, remove, create=False)
+            def fetch(col: Any, part: builtins.list[str] = part) -> Any:
+                return col.get(where={"name": {"$in": part}}, include=[])
+
+            got = self._run(scope, fetch, create=False)
+            for vid in [] if got is None else got["ids"]:
+                name = _entry_name(vid)
+                out[name] = out.get(name, 0) + 1
+        return out
 
     def drop(self, scope: str) -> None:
         """Delete ``scope``'s collection and every vector in it (no error when there is none)."""
@@ -440,8 +450,14 @@ class ChromaIndex:
         self._collect(got, seen)
         for name, s in seen.items():
             more += [vector_id(scope, name, k) for k in range(1, s.windows)]
-        if more:
-            rest = self._run(scope, lambda col: fetch(col, more), create=False)
+        step = MAX_QUERY_RESULTS  # ids per read: sqlite binds each as a variable
+        for start in range(0, len(more), step):
+            part = more[start : start + step]
+
+            def fetch_part(col: Any, part: builtins.list[str] = part) -> Any:
+                return fetch(col, part)
+
+            rest = self._run(scope, fetch_part, create=False)
             if rest is not None:
                 self._collect(rest, seen)
         return {name: s.held() for name, s in seen.items()}
@@ -559,7 +575,11 @@ class ChromaIndex:
           apart);
         * ``"missed"``: it is not (HNSW search is approximate);
         * ``"lost"``: Chroma lists the vector but cannot read it back or search with it (what a
-          lost or damaged segment file does), or the entry has no window 0.
+          lost or damaged segment file does; any error of the read counts, so a passing
+          server error reads as lost too).
+
+        An entry with no window 0 any more (forgotten since the sample was taken) is
+        ``"missed"``, not lost: misses alone do not fail a scope.
 
         One read and one batched query per call, plus one read per entry when the batched read
         fails."""
@@ -572,7 +592,10 @@ class ChromaIndex:
         def read(col: Any, ids: builtins.list[str]) -> Any:
             return col.get(ids=ids, include=["embeddings"])
 
-        def keep(got: Any) -> None:
+        answered: set[str] = set()  # names whose read came back without an error
+
+        def keep(got: Any, asked: builtins.list[str]) -> None:
+            answered.update(asked)
             if got is None or got["embeddings"] is None:
                 return
             for vid, vec in zip(got["ids"], got["embeddings"], strict=False):
@@ -580,17 +603,19 @@ class ChromaIndex:
 
         ids = [vector_id(scope, n) for n in wanted]
         try:
-            keep(self._run(scope, lambda col: read(col, ids), create=False))
+            keep(self._run(scope, lambda col: read(col, ids), create=False), wanted)
         except Exception:  # some id cannot be read: read them one by one
-            for vid in ids:
+            for name, vid in zip(wanted, ids, strict=True):
 
                 def read_one(col: Any, vid: str = vid) -> Any:
                     return read(col, [vid])
 
                 try:
-                    keep(self._run(scope, read_one, create=False))
+                    keep(self._run(scope, read_one, create=False), [name])
                 except Exception:
                     continue
+        for name in answered - vectors.keys():  # no window 0 now: forgotten meanwhile
+            out[name] = "missed"
         readable = [n for n in wanted if n in vectors]
         if not readable:
             return out

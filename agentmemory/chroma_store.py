@@ -687,7 +687,7 @@ class ChromaStore:
         check_purge(scope, name, reason)
         self._journal.set_state(self._keys.purge, scope)
         receipt = self._journal.purge(scope, name, reason=reason, session=session)
-        vectors = sum(self._index.window_counts(scope, [name]).values())
+        vectors = sum(self._index.named(scope, [name]).values())
         written = [c for c in (receipt.tombstone, receipt.record) if c is not None]
         self._after_commit(written)
         rewritten = self._scrub_index(scope)

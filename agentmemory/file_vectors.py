@@ -70,7 +70,7 @@ def _purge_index(index: ChromaIndex, folder: Path, scope: str, name: str) -> bui
     """Delete ``scope/name``'s vector, rebuild the scope's collection (Chroma keeps a deleted
     vector in its segment files and write log until the collection goes) and scrub the Chroma
     folder's files (docs/storage.md#purge-and-the-files); return what was done."""
-    if index.held(scope, [name]):
+    if index.named(scope, [name]):
         index.delete(scope, [name])
     kept = index.rebuild(scope)
     scrub_on_close(folder)

@@ -49,7 +49,7 @@ def index_copies(
     write log), its free pages, and segment folders of dropped collections."""
     looked = [f"vector of {scope}/{name} in {index.collection_name(scope)}"]
     found: builtins.list[str] = []
-    if index.held(scope, [name]):
+    if index.named(scope, [name]):  # every window, whatever window 0 counts
         found.append("a vector in the index")
     if folder is not None:
         looked += [

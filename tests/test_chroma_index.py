@@ -109,3 +109,26 @@ def test_a_bad_prefix_is_refused_by_name(prefix: str) -> None:
 def test_a_scope_that_is_not_kebab_case_is_refused(client: Any) -> None:
     with pytest.raises(InvalidEntryError, match="scope"):
         ChromaIndex(client).upsert("Bad_Scope", [row("a", 0)])
+
+
+@pytest.mark.slow
+def test_which_windows_are_held_is_read_in_parts_past_sqlites_variable_limit(
+    client: Any,
+) -> None:
+    """280 entries of 120 windows (33,600 ids, over sqlite's 32,766 bound variables): held()
+    reads the windows past window 0 in parts, so it answers instead of raising chromadb's "too
+    many SQL variables"."""
+    index = ChromaIndex(client, "big")
+    rng = np.random.default_rng(7)
+    rows = [
+        IndexRow(
+            f"e-{i}",
+            f"sha256:{i}",
+            f"sha256:text-{i}",
+            rng.standard_normal((120, 8)).astype(np.float32),
+        )
+        for i in range(280)
+    ]
+    index.upsert("user", rows)
+    held = index.held("user", [r.name for r in rows])
+    assert held == {r.name: r.text_hash for r in rows}

@@ -66,10 +66,12 @@ def verify_command(
                 "extra": report.extra,
                 "live": report.live,
                 "indexed": report.indexed,
+                "vectors": report.vectors,
                 "self_search": {
                     "searched": report.searched,
                     "found": report.found,
                     "lost": report.lost,
+                    "unsearchable_scopes": report.unsearchable_scopes,
                 },
                 "cursor": report.cursor,
                 "last_seq": report.last_seq,
@@ -86,8 +88,8 @@ def verify_command(
             click.echo(f"lexical index damaged: {problem}; run 'agentmemory verify --repair'")
         if orphans:
             click.echo(
-                f"journal shorter than its index: {len(orphans)} vectors belong to entries no "
-                f"journal record names ({', '.join(orphans[:5])}"
+                f"journal shorter than its index: the index holds vectors of {len(orphans)} entries "
+                f"no journal record names ({', '.join(orphans[:5])}"
                 f"{', ...' if len(orphans) > 5 else ''}): the journal lost records (a truncated "
                 "file, a cut WAL); they are kept as evidence: restore the journal from a backup, "
                 "or run 'agentmemory verify --repair --drop-orphans' to drop them"
