@@ -98,13 +98,18 @@ def text_windows(embedder: object, text: str) -> list[str]:
     ``[text]`` for an embedder without windows. Never empty.
 
     Raises:
-        ValueError: the embedder returned spans that do not cover the text in order (its
-            ``windows`` is broken); the message names the embedder.
+        ValueError: the embedder returned spans that do not cover the text in order (the
+            first starts at 0, the last ends at the text's end, each starts after the one
+            before and no later than its end; its ``windows`` is broken); the message names
+            the embedder.
     """
     if not isinstance(embedder, Windowed):
         return [text]
     spans = embedder.windows(text)
-    if not spans or spans[0][0] != 0 or spans[-1][1] != len(text):
+    in_order = all(0 <= a <= b <= len(text) for a, b in spans) and all(
+        spans[i][0] < spans[i + 1][0] <= spans[i][1] for i in range(len(spans) - 1)
+    )
+    if not spans or spans[0][0] != 0 or spans[-1][1] != len(text) or not in_order:
         raise ValueError(
             f"embedder {getattr(embedder, 'name', embedder)!r} returned windows {spans[:3]!r}"
             f"{'...' if len(spans) > 3 else ''} for a text of {len(text)} characters; they must "

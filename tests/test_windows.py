@@ -426,3 +426,36 @@ def test_forget_and_purge_remove_windows_past_the_count_window_0_records(tmp_pat
         assert receipt.vectors == 5
         assert all_ids(st, "user") == {"user/other"}
         assert st.verify_erased("user", "racy").erased
+
+
+class _BrokenWindows:
+    """An embedder whose ``windows`` gives the spans it is built with."""
+
+    name = "broken"
+    dim = 4
+    window_layout = "chars:6/3;test"
+
+    def __init__(self, spans: list[tuple[int, int]]) -> None:
+        self.spans = spans
+
+    def fingerprint(self) -> str:
+        return "broken"
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        return np.ones((len(texts), 4), dtype=np.float32)
+
+    def windows(self, text: str) -> list[tuple[int, int]]:
+        return self.spans
+
+
+@pytest.mark.parametrize(
+    "spans",
+    [[], [(1, 10)], [(0, 5)], [(0, 6), (3, 2), (4, 10)], [(0, 6), (7, 10)], [(0, 6), (0, 10)]],
+    ids=["none", "late-start", "short", "backwards", "gap", "same-start"],
+)
+def test_windows_that_do_not_cover_the_text_in_order_are_refused(
+    spans: list[tuple[int, int]],
+) -> None:
+    with pytest.raises(ValueError, match="embedder 'broken' returned windows"):
+        text_windows(_BrokenWindows(spans), "0123456789")
+    assert text_windows(_BrokenWindows([(0, 6), (3, 10)]), "0123456789") == ["012345", "3456789"]
