@@ -3,7 +3,6 @@ all-MiniLM-L6-v2), loaded offline on first use."""
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,6 +13,7 @@ import numpy.typing as npt
 
 from .model_folder import check_run_options, read_model_folder, resolve_model, weights_digest
 from .protocol import l2_normalize
+from .torch_runtime import import_torch
 from .windows import WHOLE_TEXT, TokenWindows
 
 __all__ = ["DEFAULT_BATCH_SIZE", "DEFAULT_THREADS", "SentenceTransformerEmbedder"]
@@ -161,13 +161,9 @@ class SentenceTransformerEmbedder:
             return self._model
         with self._load_lock:
             if self._model is None:
-                os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-                os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-                import torch
+                import_torch(self._threads)
                 from sentence_transformers import SentenceTransformer
 
-                torch.set_num_threads(self._threads)
                 source = str(self._folder) if self._folder is not None else self._model_name
                 model = SentenceTransformer(
                     source, device=self._device, local_files_only=self._folder is not None

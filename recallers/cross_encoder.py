@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from embedders.torch_runtime import import_torch
+
 __all__ = [
     "DEFAULT_RERANK_BATCH_SIZE",
     "DEFAULT_RERANK_THREADS",
@@ -121,13 +123,9 @@ class CrossEncoderReranker:
             return self._model
         with self._load_lock:
             if self._model is None:
-                os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-                os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-                import torch
+                import_torch(self._threads)
                 from sentence_transformers import CrossEncoder
 
-                torch.set_num_threads(self._threads)
                 model = CrossEncoder(
                     str(self._folder),
                     device=self._device,

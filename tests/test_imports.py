@@ -68,6 +68,7 @@ OURS_ON_IMPORT = {
     "embedders.protocol",
     "embedders.registry",
     "embedders.sentence_transformer",
+    "embedders.torch_runtime",
     "embedders.windows",
     "recallers",
     "recallers.bm25",
