@@ -266,7 +266,7 @@ def _kill_at(path: Path | str, phase: str) -> None:
         assert proc.stdout.readline().strip() == "ready"
         os.kill(proc.pid, signal.SIGKILL)
     finally:
-        proc.wait(timeout=30)
+        proc.wait(timeout=60)
     assert proc.returncode == -signal.SIGKILL
 
 
@@ -581,19 +581,6 @@ def test_file_store_purge_without_an_embedder_scrubs_the_vectors(tmp_path: Path)
     assert got["vector_hits"] == ["between-0", "between-1", "between-2", "between-3", "tea"]
 
 
-def _kill_file_purge(folder: Path, phase: str) -> None:
-    proc = subprocess.Popen(
-        [sys.executable, str(PROC), str(folder), phase], stdout=subprocess.PIPE, text=True
-    )
-    try:
-        assert proc.stdout is not None
-        assert proc.stdout.readline().strip() == "ready"
-        os.kill(proc.pid, signal.SIGKILL)
-    finally:
-        proc.wait(timeout=60)
-    assert proc.returncode == -signal.SIGKILL
-
-
 def _live_history_with_a_hand_edit(folder: Path) -> tuple[list[object], str]:
     with FileStore(folder, embedder=EMBEDDER) as st:
         write_history(st, forget=False)
@@ -608,7 +595,7 @@ def _live_history_with_a_hand_edit(folder: Path) -> tuple[list[object], str]:
 def test_file_store_purge_killed_before_the_rename_is_rolled_back(tmp_path: Path) -> None:
     folder = tmp_path / "s"
     before, edited = _live_history_with_a_hand_edit(folder)
-    _kill_file_purge(folder, "file-before")
+    _kill_at(folder, "file-before")
     assert (folder / ".purge.json").exists() and not (folder / "user" / "address.md").exists()
     with FileStore(folder, embedder=EMBEDDER) as st:
         assert st.recovery is not None and st.recovery.startswith("rolled back"), st.recovery
@@ -626,7 +613,7 @@ def test_file_store_purge_killed_before_the_rename_is_rolled_back(tmp_path: Path
 def test_file_store_purge_killed_after_the_rename_is_finished(tmp_path: Path) -> None:
     folder = tmp_path / "s"
     before, _ = _live_history_with_a_hand_edit(folder)
-    _kill_file_purge(folder, "file-after")
+    _kill_at(folder, "file-after")
     got = _reopen_in_a_fresh_process(folder)
     assert str(got["recovery"]).startswith("finished"), got
     assert got["records"] == len(before) + 3 and got["last"] == "killed midway"
