@@ -13,9 +13,7 @@ from __future__ import annotations
 
 from recallers import Hit
 
-from .chroma_store import ChromaStore, IndexReport
 from .entries import META_DESCRIPTION, SOURCE_RECONCILED, Change, Entry, content_hash
-from .erasure import ErasureCheck, PurgeReceipt, purge_session
 from .errors import (
     AgentMemoryError,
     BudgetError,
@@ -51,9 +49,7 @@ from .errors import (
     StoreUnavailableError,
     ToolConfigError,
 )
-from .file_store import FileStore, Reconciliation, UnjournaledFile
 from .forget_session import forget_session
-from .journal import LostUpdate, lost_updates
 from .kinds import (
     DEFAULT_KIND_POLICIES,
     FALLBACK_KIND_POLICY,
@@ -63,6 +59,7 @@ from .kinds import (
     KindRegistry,
     kind_of,
 )
+from .lost_updates import LostUpdate, lost_updates
 from .manifest import (
     MANIFEST_FOLD_DEPTH,
     MANIFEST_NS,
@@ -75,7 +72,8 @@ from .manifest import (
     ManifestFold,
     apply_manifest_record,
 )
-from .mem_store import MemStore
+from .opening import default_store_path, open_journal, open_store
+from .purge import ErasureCheck, PurgeReceipt, purge_session
 from .recalled import (
     DEFAULT_MIN_COSINE,
     DEFAULT_RECALL_BYTES,
@@ -106,9 +104,11 @@ from .rules import (
     valid_name,
 )
 from .session import Provenance, current_provenance, current_session, provenance, session
-from .sqlite_store import SqliteStore
 from .store import EmptyQueryError, Store
-from .store_folder import default_store_path, open_journal, open_store
+from .stores.chroma.store import ChromaStore, IndexReport
+from .stores.markdown.store import FileStore, Reconciliation, UnjournaledFile
+from .stores.mem import MemStore
+from .stores.sqlite.store import SqliteStore
 from .tool_adapters import dispatch_anthropic, dispatch_openai, to_anthropic, to_openai
 from .tools import (
     DEFAULT_SEARCH_BYTES,

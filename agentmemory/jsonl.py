@@ -290,13 +290,13 @@ def export_entries(store: _Listing, out: IO[str], scopes: Sequence[str] = ()) ->
 
 def export_file(store: _Listing, path: str | os.PathLike[str], scopes: Sequence[str] = ()) -> int:
     """:func:`export_entries` into the file ``path`` (``~`` expanded), written whole or not at
-    all: the file is replaced atomically (:func:`agentmemory.atomic_write.write_atomic`) once
+    all: the file is replaced atomically (:func:`agentmemory.stores.markdown.atomic_write.write_atomic`) once
     every line is made, so a failed export leaves an existing file as it was. Returns how many
     entries were written.
 
     Raises what :func:`export_entries` raises, and ``OSError`` when the file cannot be written.
     """
-    from .atomic_write import write_atomic
+    from .stores.markdown.atomic_write import write_atomic
 
     text = io.StringIO(newline="")
     count = export_entries(store, text, scopes)

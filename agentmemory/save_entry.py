@@ -119,8 +119,8 @@ def save_entry(
     Also what :func:`agentmemory.open_store` raises.
     """
     from .kinds import KIND_META, KindRegistry
+    from .opening import open_store
     from .rules import check_entry
-    from .store_folder import open_store
     from .validity import (
         META_SUPERSEDES,
         check_supersedes,

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from .entries import REDACTED, SOURCE_PURGED, Change, Entry, content_hash
 from .errors import ConflictError, EntryTooLargeError, InvalidEntryError, NotFoundError
-from .journal import lost_updates
+from .lost_updates import lost_updates
 from .session import provenance, session
 from .store import Store
 

@@ -53,7 +53,7 @@ from pg_cluster import running_cluster  # noqa: E402
 from recall import SCOPE, corpus, new_entry  # noqa: E402
 
 from agentmemory import Entry, SqliteStore  # noqa: E402
-from agentmemory.postgres_store import PostgresStore  # noqa: E402
+from agentmemory.stores.postgres.store import PostgresStore  # noqa: E402
 from embedders import HashingEmbedder  # noqa: E402
 from recallers import (  # noqa: E402
     DEFAULT_DEPTH,

@@ -74,25 +74,27 @@ from typing import Any  # noqa: E402
 import numpy as np  # noqa: E402
 
 from agentmemory import ChromaStore, Entry, MemStore, SqliteStore  # noqa: E402
-from agentmemory.chroma_index import MAX_QUERY_RESULTS, ChromaIndex, Neighbour  # noqa: E402
+from agentmemory.stores.chroma.index import MAX_QUERY_RESULTS, ChromaIndex, Neighbour  # noqa: E402
+from agentmemory.stores.sqlite.lexicon import (  # noqa: E402
+    COMMON_TERM_CANDIDATES,
+    RANKED_POSTINGS,
+    Fts5Index,
+    _index_state,
+    match_expression,
+)
 from embedders import HashingEmbedder  # noqa: E402
 from recallers import (  # noqa: E402
-    COMMON_TERM_CANDIDATES,
     DEFAULT_FUSION,
     DEFAULT_TOKENIZER,
-    RANKED_POSTINGS,
     BM25Recaller,
     ExactVectorIndex,
-    Fts5Index,
     Fusion,
     HybridRecaller,
     VectorRecaller,
     bm25_idf,
     document_terms,
-    match_expression,
     query_terms,
 )
-from recallers.fts5 import _index_state  # noqa: E402
 
 SCOPE = "bench"
 LIMIT = 10
@@ -147,7 +149,7 @@ _FULL_RANK_CONN: dict[Path, sqlite3.Connection] = {}
 
 
 def sql_full_rank(path: Path, expr: str) -> object:
-    """The lexical leg's query as it ran before ``recallers.RANKED_POSTINGS``: one FTS5 ``bm25()``
+    """The lexical leg's query as it ran before ``RANKED_POSTINGS`` (agentmemory.stores.sqlite.lexicon): one FTS5 ``bm25()``
     ranking of every entry holding any term, top ``LEG_LIMIT`` (a connection kept per file)."""
     conn = _FULL_RANK_CONN.get(path)
     if conn is None:
@@ -162,7 +164,7 @@ def sql_full_rank(path: Path, expr: str) -> object:
 
 def vocab_doc_freqs(conn: sqlite3.Connection, terms: Any) -> dict[str, int]:
     """How many entries hold each of ``terms`` as FTS5's ``fts5vocab`` row table counts them
-    (walking each term's postings), as ``recallers.fts5`` read them before ``memory_lexical_df``."""
+    (walking each term's postings), as ``agentmemory.stores.sqlite.lexicon`` read them before ``memory_lexical_df``."""
     conn.execute(
         "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memory_lexical_vocab"
         " USING fts5vocab(main, memory_lexical, row)"

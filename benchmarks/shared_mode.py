@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from recall import SCOPE, corpus  # noqa: E402
 
 from agentmemory import ChromaStore  # noqa: E402
-from agentmemory.chroma_server import start_server, stop_server  # noqa: E402
+from agentmemory.stores.chroma.server import start_server, stop_server  # noqa: E402
 from embedders import HashingEmbedder  # noqa: E402
 
 AGENTMEMORY = str(Path(sys.executable).parent / "agentmemory")

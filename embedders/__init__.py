@@ -50,7 +50,7 @@ from .windows import (
 DEFAULT_EMBEDDER = f"sentence-transformers:{PACKAGED_MODEL_NAME}"
 """Registry name of the default model, the packaged all-MiniLM-L6-v2 (384 dimensions), run
 through sentence-transformers (the reference runtime, on torch). Which runtime a store opens
-with is not decided here: agentmemory's one rule (``agentmemory.store_folder.choose_embedder``)
+with is not decided here: agentmemory's one rule (``agentmemory.opening.choose_embedder``)
 takes :data:`ONNX_EMBEDDER` first and this name when onnxruntime cannot run the model."""
 
 ONNX_EMBEDDER = f"onnx:{PACKAGED_MODEL_NAME}"

@@ -1,8 +1,9 @@
 """recallers: rank documents for a query by exact words (BM25), by meaning (vectors), or both.
 
 * :class:`Tokenizer` / :data:`DEFAULT_TOKENIZER`: the one tokenizer for documents and queries.
-* :class:`BM25Recaller` over a :class:`BM25Index` (in memory, incremental) or an :class:`Fts5Index`
-  (an SQLite FTS5 table written in the store's own transaction).
+* :class:`BM25Recaller` over any :class:`LexicalSource`: a :class:`BM25Index` (in memory,
+  incremental) or a store's own lexical index (each store family owns its tables, e.g.
+  ``agentmemory.stores.sqlite.lexicon``).
 * :class:`VectorRecaller` over any :class:`VectorSource` (a ``ChromaStore``, an
   :class:`ExactVectorIndex`), with an optional ``min_score`` floor.
 * :class:`HybridRecaller`: the fusion of legs, its parameters in :class:`Fusion`: reciprocal
@@ -56,19 +57,6 @@ from .errors import (
     UnknownFusionMethodError,
     check_query,
 )
-from .fts5 import (
-    COMMON_TERM_CANDIDATES,
-    DOC_FREQ_TABLES,
-    FTS5_TABLES,
-    RANKED_POSTINGS,
-    TOKENIZER_STATE_KEY,
-    Fts5Index,
-    create_doc_freq_table,
-    create_tables,
-    doc_freq_problems,
-    fill_doc_freqs,
-    match_expression,
-)
 from .hits import (
     LEG_BM25,
     LEG_VECTOR,
@@ -121,7 +109,6 @@ register_reranker("cross-encoder", _cross_encoder, argument="<folder>")
 
 __all__ = [
     "BYTES_PER_WORD_PIECE",
-    "COMMON_TERM_CANDIDATES",
     "DEFAULT_B",
     "DEFAULT_CANDIDATES",
     "DEFAULT_DEPTH",
@@ -132,10 +119,8 @@ __all__ = [
     "DEFAULT_RERANK_THREADS",
     "DEFAULT_RRF_K",
     "DEFAULT_TOKENIZER",
-    "DOC_FREQ_TABLES",
     "EMPTY_QUERY_MESSAGE",
     "ENGLISH_STOPWORDS",
-    "FTS5_TABLES",
     "FUSION_METHODS",
     "IDF_FLOOR",
     "LEG_BM25",
@@ -144,9 +129,7 @@ __all__ = [
     "MAX_QUERY_TERMS",
     "NEGLIGIBLE_BM25",
     "NEGLIGIBLE_BM25_NOTE",
-    "RANKED_POSTINGS",
     "THEORETICAL_MINIMUMS",
-    "TOKENIZER_STATE_KEY",
     "TOKENIZER_VERSION",
     "WINDOWLESS_PIECES",
     "BM25Index",
@@ -155,7 +138,6 @@ __all__ = [
     "Document",
     "EmptyQueryError",
     "ExactVectorIndex",
-    "Fts5Index",
     "Fusion",
     "Hit",
     "HybridRecaller",
@@ -177,14 +159,9 @@ __all__ = [
     "VectorSource",
     "bm25_idf",
     "check_query",
-    "create_doc_freq_table",
-    "create_tables",
-    "doc_freq_problems",
     "document_terms",
-    "fill_doc_freqs",
     "fuse",
     "get_reranker",
-    "match_expression",
     "query_terms",
     "ranked_hits",
     "register_reranker",

@@ -222,8 +222,8 @@ class BM25Index(Generic[DocT]):
 class BM25Recaller(Generic[D]):
     """The lexical leg (``"bm25"``): ranks by the BM25 score a :class:`LexicalSource` gives.
 
-    ``source`` is a :class:`BM25Index` for an in-memory store, or ``recallers.Fts5Index`` for an
-    sqlite one. Each :class:`Hit` has ``score`` = the BM25 score and ``legs = {"bm25": ...}``.
+    ``source`` is a :class:`BM25Index` for an in-memory store, or a store's own lexical index
+    (e.g. the sqlite store's ``Fts5Index``). Each :class:`Hit` has ``score`` = the BM25 score and ``legs = {"bm25": ...}``.
     """
 
     def __init__(self, source: LexicalSource[D]) -> None:

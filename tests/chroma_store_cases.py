@@ -29,8 +29,8 @@ from agentmemory import (
     IndexWriteError,
     content_hash,
 )
-from agentmemory import chroma_store as chroma_store_module
-from agentmemory.chroma_index import ChromaIndex, IndexRow
+from agentmemory.stores.chroma import store as chroma_store_module
+from agentmemory.stores.chroma.index import ChromaIndex, IndexRow
 from embedders import HashingEmbedder
 
 DIM = 256

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from agentmemory import Entry, FileStore
-from agentmemory.lock_file import LockFile
+from agentmemory.stores.markdown.lock_file import LockFile
 
 STREAM_MAX_S = 60.0
 

@@ -33,7 +33,7 @@ from typing import Any
 
 from agentmemory import ConflictError, Entry, IndexWriteError
 from agentmemory.entries import Change
-from agentmemory.postgres_store import PostgresStore
+from agentmemory.stores.postgres.store import PostgresStore
 
 MAX_APPEND_ATTEMPTS = 2000
 HOLD_MAX_S = 60.0

@@ -77,7 +77,7 @@ def pausing_postgres_store(dsn: str) -> object:
     only for this phase)."""
     from collections.abc import Sequence
 
-    from agentmemory.postgres_store import PostgresStore
+    from agentmemory.stores.postgres.store import PostgresStore
 
     class PausingPostgresStore(PostgresStore):
         def _vacuum_after_purge(self, pending: Sequence[str]) -> None:

@@ -1,4 +1,4 @@
-"""BM25 (recallers.bm25, recallers.fts5): the ranking agrees with rank-bm25 on the same tokens.
+"""BM25 (recallers.bm25, agentmemory.stores.sqlite.lexicon): the ranking agrees with rank-bm25 on the same tokens.
 
 rank-bm25's ``BM25Okapi(k1=1.2, b=0.75, epsilon=0)`` is the reference. Ours differs on purpose in
 one place: a term found in half the documents or more weighs 1e-6 (SQLite FTS5's floor) instead
@@ -23,16 +23,14 @@ from hypothesis import strategies as st
 from rank_bm25 import BM25Okapi
 
 from agentmemory import Entry, EntryTooLargeError, MemStore, SqliteStore
+from agentmemory.stores.sqlite.lexicon import COMMON_TERM_CANDIDATES, RANKED_POSTINGS, create_tables
 from recallers import (
-    COMMON_TERM_CANDIDATES,
     DEFAULT_TOKENIZER,
     IDF_FLOOR,
     MAX_QUERY_BYTES,
     MAX_QUERY_TERMS,
-    RANKED_POSTINGS,
     BM25Index,
     Tokenizer,
-    create_tables,
     document_terms,
     query_terms,
 )

@@ -109,7 +109,7 @@ def test_a_vector_search_deeper_than_sqlite_allows_is_capped_not_a_chromadb_erro
     """33,000 entries in one scope and ``limit=40000``: Chroma used to fail with "too many SQL
     variables"; the leg now asks for at most MAX_QUERY_RESULTS entries, nearest first."""
     from agentmemory import ChromaStore
-    from agentmemory.chroma_index import MAX_QUERY_RESULTS
+    from agentmemory.stores.chroma.index import MAX_QUERY_RESULTS
     from embedders import HashingEmbedder
 
     emb = HashingEmbedder(8)

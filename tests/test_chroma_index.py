@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from agentmemory import InvalidEntryError
-from agentmemory.chroma_index import ChromaIndex, IndexRow, check_prefix, vector_id
+from agentmemory.stores.chroma.index import ChromaIndex, IndexRow, check_prefix, vector_id
 
 DIM = 8
 

@@ -19,8 +19,8 @@ import pytest
 from chroma_store_cases import CASES, DIM, Backend, indexed_cosine, keys
 
 from agentmemory import AgentMemoryError, ChromaStore, Entry, SqliteStore, StoreLockedError
-from agentmemory.chroma_store import CHROMA_FOLDER, JOURNAL_FILE
-from agentmemory.folder_lock import LOCK_FILE_NAME, FolderLock
+from agentmemory.stores.chroma.folder_lock import LOCK_FILE_NAME, FolderLock
+from agentmemory.stores.chroma.store import CHROMA_FOLDER, JOURNAL_FILE
 from embedders import HashingEmbedder
 
 REPO = Path(__file__).resolve().parents[1]
@@ -67,7 +67,7 @@ def run_child(script: str, *args: str, **popen: Any) -> subprocess.Popen[str]:
 CRASH_CHILD = """
     import os, signal, sys
     from agentmemory import ChromaStore, Entry
-    from agentmemory.chroma_index import ChromaIndex
+    from agentmemory.stores.chroma.index import ChromaIndex
     from embedders import HashingEmbedder
 
     armed = False

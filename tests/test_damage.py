@@ -36,8 +36,8 @@ from agentmemory import (
     tools,
 )
 from agentmemory.cli import main
-from agentmemory.index_damage import DAMAGED_PREFIX, open_store_moving_damage
-from agentmemory.store_check import LexicalCheck, check_reindexed, check_store
+from agentmemory.stores.chroma.damage import DAMAGED_PREFIX, open_store_moving_damage
+from agentmemory.verify import LexicalCheck, check_reindexed, check_store
 from embedders import HashingEmbedder
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agentmemory import Entry, FileStore, InvalidEntryError, NotFoundError, SqliteStore
-from agentmemory.journal_file import JOURNAL_NAME
+from agentmemory.stores.markdown.journal_file import JOURNAL_NAME
 
 
 def ticking(start: datetime) -> Iterator[datetime]:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from agentmemory import Entry, FileStore, StoreLockedError
-from agentmemory.lock_file import LockFile, LockHolder
+from agentmemory.stores.markdown.lock_file import LockFile, LockHolder
 from agentmemory.wire import format_time
 
 

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from agentmemory import EmbedderMismatchError, Entry, FileStore
-from agentmemory.chroma_index import ChromaIndex
-from agentmemory.chroma_registry import close_folder, open_folder
+from agentmemory.stores.chroma.clients import close_folder, open_folder
+from agentmemory.stores.chroma.index import ChromaIndex
 from embedders import HashingEmbedder
 
 

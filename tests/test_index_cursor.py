@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from agentmemory import Entry, SqliteStore, StoreFormatError
-from agentmemory.index_cursor import CatchUp, IndexCursor
+from agentmemory.stores.chroma.cursor import CatchUp, IndexCursor
 
 KEY = "chroma-index:embedded:agentmemory:cursor"
 

@@ -13,7 +13,7 @@ from agentmemory import (
     MemStore,
     SqliteStore,
 )
-from agentmemory.markdown_folder import (
+from agentmemory.stores.markdown.transfer import (
     export_markdown,
     import_markdown,
     is_markdown_folder,

@@ -27,7 +27,7 @@ from agentmemory import (
     open_journal,
     open_store,
 )
-from agentmemory.postgres_store import PostgresStore
+from agentmemory.stores.postgres.store import PostgresStore
 from agentmemory.testing import CASES, Harness
 from embedders import HashingEmbedder
 

@@ -116,7 +116,7 @@ def test_the_mcp_server_works_on_the_same_servers(
 
 def test_export_reads_the_postgres_journal_given_by_dsn(pg_dsn: str, tmp_path: Path) -> None:
     from agentmemory import Entry
-    from agentmemory.postgres_store import PostgresStore
+    from agentmemory.stores.postgres.store import PostgresStore
 
     with PostgresStore(pg_dsn) as store:
         store.put(Entry("project", "deploy", "Deploys go through staging first."))

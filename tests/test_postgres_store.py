@@ -40,10 +40,10 @@ from agentmemory import (
     StoreUnavailableError,
     lost_updates,
 )
-from agentmemory.postgres_store import PG_MIGRATIONS, PostgresStore, dsn_where
+from agentmemory.stores.postgres.lexicon import PgBM25Index
+from agentmemory.stores.postgres.store import PG_MIGRATIONS, PostgresStore, dsn_where
 from agentmemory.testing import CASES, Harness
 from recallers import DEFAULT_TOKENIZER, MAX_QUERY_BYTES, MAX_QUERY_TERMS, Tokenizer
-from recallers.pg_bm25 import PgBM25Index
 
 pytestmark = pytest.mark.slow
 

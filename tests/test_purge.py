@@ -31,9 +31,9 @@ from agentmemory import (
     provenance,
     purge_session,
 )
-from agentmemory.chroma_files import hnsw_slack
 from agentmemory.cli import main
 from agentmemory.entries import REDACTED, SOURCE_PURGED
+from agentmemory.stores.chroma.files import hnsw_slack
 from embedders import HashingEmbedder, text_windows
 
 SECRET = "zqxvelvet-4471-orchid"
@@ -384,7 +384,7 @@ def _table_file_hits(cluster: Cluster, dsn: str) -> list[str]:
 
 @pytest.mark.slow
 def test_postgres_purge_leaves_no_copy_in_the_tables_files(pg_cluster: Cluster) -> None:
-    from agentmemory.postgres_store import PostgresStore
+    from agentmemory.stores.postgres.store import PostgresStore
 
     dsn = pg_cluster.create_database()
     with PostgresStore(dsn) as st:
@@ -413,7 +413,7 @@ def test_postgres_purge_leaves_no_copy_in_the_tables_files(pg_cluster: Cluster) 
 def test_postgres_purge_killed_before_its_vacuum_is_finished_by_reopen(pg_cluster: Cluster) -> None:
     """Killed after its COMMIT and before VACUUM FULL, a purge leaves dead row versions holding
     the secret: verify_erased says so (the pending key), and the next open runs the vacuum."""
-    from agentmemory.postgres_store import PostgresStore
+    from agentmemory.stores.postgres.store import PostgresStore
 
     dsn = pg_cluster.create_database()
     with psycopg.connect(dsn, autocommit=True) as conn:  # lets verify_erased count dead rows

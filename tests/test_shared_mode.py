@@ -27,7 +27,7 @@ from agentmemory import (
     ServerRecordWarning,
     open_store,
 )
-from agentmemory.chroma_server import SERVER_FOLDER, SERVER_RECORD, read_record, stop_server
+from agentmemory.stores.chroma.server import SERVER_FOLDER, SERVER_RECORD, read_record, stop_server
 from embedders import HashingEmbedder
 
 REPO = Path(__file__).resolve().parents[1]
@@ -254,7 +254,7 @@ def test_reads_on_the_folders_server_leave_indexing_to_writers(server_store: Pat
     the CLI's search) on the folder's server does not embed or upsert the journal records the
     index has not taken yet; the next writer does."""
     from agentmemory import SqliteStore, render
-    from agentmemory.chroma_store import JOURNAL_FILE
+    from agentmemory.stores.chroma.store import JOURNAL_FILE
 
     store = server_store
     started = agentmemory("server", "start", path=store)

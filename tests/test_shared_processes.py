@@ -23,7 +23,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from agentmemory import ChromaStore, Entry, open_store
-from agentmemory.chroma_server import read_record, start_server, stop_server
+from agentmemory.stores.chroma.server import read_record, start_server, stop_server
 from embedders import HashingEmbedder
 
 pytestmark = pytest.mark.slow

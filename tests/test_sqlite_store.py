@@ -35,7 +35,7 @@ from agentmemory import (
     StoreLockedError,
     content_hash,
 )
-from agentmemory.sqlite_store import MIGRATIONS, Migration
+from agentmemory.stores.sqlite.store import MIGRATIONS, Migration
 from agentmemory.wire import decode_change, encode_change
 from recallers import document_terms
 
@@ -625,7 +625,7 @@ def test_the_live_set_reads_agree_with_what_was_written_and_forgotten(tmp_path: 
 
 
 def test_live_many_reads_more_keys_than_one_query_binds(tmp_path: Path) -> None:
-    from agentmemory.sqlite_store import LIVE_PAGE_KEYS
+    from agentmemory.stores.sqlite.store import LIVE_PAGE_KEYS
 
     count = LIVE_PAGE_KEYS * 2 + 7
     with SqliteStore(tmp_path / "many.sqlite3") as st:

@@ -111,7 +111,7 @@ def no_server_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     ],
 )
 def test_a_chroma_server_address_is_host_port_or_a_url(address: str, url: str) -> None:
-    from agentmemory.chroma_server import parse_chroma_address
+    from agentmemory.stores.chroma.server import parse_chroma_address
 
     assert parse_chroma_address(address).url == url
 
@@ -131,7 +131,7 @@ def test_a_chroma_server_address_is_host_port_or_a_url(address: str, url: str) -
 )
 def test_a_bad_chroma_server_address_is_one_error_naming_it(address: str, problem: str) -> None:
     from agentmemory import ChromaAddressError, ChromaServerError
-    from agentmemory.chroma_server import parse_chroma_address
+    from agentmemory.stores.chroma.server import parse_chroma_address
 
     with pytest.raises(ChromaAddressError) as caught:
         parse_chroma_address(address)
@@ -145,7 +145,7 @@ def test_a_bad_chroma_server_address_is_one_error_naming_it(address: str, proble
 
 def test_a_password_in_a_bad_address_is_not_repeated() -> None:
     from agentmemory import ChromaAddressError
-    from agentmemory.chroma_server import parse_chroma_address
+    from agentmemory.stores.chroma.server import parse_chroma_address
 
     with pytest.raises(ChromaAddressError) as caught:
         parse_chroma_address("http://agent:Hunter2@vectors.internal:8000")
@@ -154,7 +154,7 @@ def test_a_password_in_a_bad_address_is_not_repeated() -> None:
 
 def test_the_address_variable_and_its_older_name(no_server_env: pytest.MonkeyPatch) -> None:
     from agentmemory import ChromaAddressError
-    from agentmemory.store_folder import chroma_server_url
+    from agentmemory.opening import chroma_server_url
 
     assert chroma_server_url() is None
     no_server_env.setenv("AGENTMEMORY_CHROMA", "old.internal:8000")

@@ -160,7 +160,8 @@ def demo_command(
     questions, also of BM25 and vector search alone. Offline; about 20 to 40 seconds once
     installed.
     """
-    from ..demo import run_demo
+    from agentmemory.eval.demo import run_demo
+
     from ..eval import locate_data
 
     embedder = embedder_named(embedder_name)

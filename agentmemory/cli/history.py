@@ -52,7 +52,8 @@ def lost_updates_command(after: int, path: Path | None, as_json: bool) -> None:
     Each is a journal record whose writer read (or was shown) an older version of the entry
     than the journal held when it wrote; the change in between was overwritten unseen.
     """
-    from ..journal import lost_updates
+    from agentmemory.lost_updates import lost_updates
+
     from ..wire import encode_change
 
     with opened_journal(path) as store:

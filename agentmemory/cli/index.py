@@ -40,8 +40,8 @@ def verify_command(
 
     Opening the store first replays journal records the index has not seen.
     """
-    from ..index_damage import check_index_loads
-    from ..store_check import check_store
+    from agentmemory.stores.chroma.damage import check_index_loads
+    from agentmemory.verify import check_store
 
     if repair:
         opened = open_moving_damage(path, embedder_name, shared=shared)
@@ -107,7 +107,7 @@ def verify_command(
 def reindex_command(path: Path | None, embedder_name: str | None, as_json: bool) -> None:
     """Rebuild the vector index from the journal (with --embedder NAME: switch to it), and the
     lexical index too when it is damaged."""
-    from ..store_check import check_reindexed
+    from agentmemory.verify import check_reindexed
 
     started = time.perf_counter()
     with open_moving_damage(path, embedder_name, reindex=True) as store:

@@ -17,12 +17,11 @@ from .group import CliError
 from .options import PATH_ENV, given_format, hosted
 
 if TYPE_CHECKING:
+    from agentmemory.stores.chroma.store import ChromaStore
+    from agentmemory.stores.markdown.store import FileStore
+    from agentmemory.stores.postgres.store import PostgresStore
+    from agentmemory.stores.sqlite.store import SqliteStore
     from embedders import Embedder
-
-    from ..chroma_store import ChromaStore
-    from ..file_store import FileStore
-    from ..postgres_store import PostgresStore
-    from ..sqlite_store import SqliteStore
 
 
 def _no_store(exc: NoStoreError) -> CliError:
@@ -37,9 +36,10 @@ def _no_store(exc: NoStoreError) -> CliError:
 
 
 def embedder_named(name: str | None) -> Embedder:
-    """:func:`agentmemory.store_folder.choose_embedder`; an unknown name is a usage error."""
+    """:func:`agentmemory.opening.choose_embedder`; an unknown name is a usage error."""
+    from agentmemory.opening import choose_embedder
+
     from ..errors import EmbedderNameError
-    from ..store_folder import choose_embedder
 
     try:
         return choose_embedder(name)
@@ -51,7 +51,7 @@ def embedder_named(name: str | None) -> Embedder:
 def opened_journal(path: Path | None) -> Iterator[SqliteStore | FileStore | PostgresStore]:
     """:func:`agentmemory.open_journal` (with ``--dsn``, the PostgreSQL journal), its refusal of
     a folder without a store as one line."""
-    from ..store_folder import open_journal
+    from agentmemory.opening import open_journal
 
     where = open_args(path)
     try:
@@ -134,7 +134,7 @@ def open_index(
     """:func:`agentmemory.open_store` (with ``--dsn`` and ``--chroma-url``, the store on
     servers, :func:`open_args`) with the command line's wording (:func:`opening`). ``shared``
     and ``read_only`` are :func:`agentmemory.open_store`'s."""
-    from ..store_folder import open_store
+    from agentmemory.opening import open_store
 
     with opening():
         return open_store(
@@ -149,7 +149,7 @@ def open_index(
 
 def chroma_only(store: ChromaStore | FileStore, command: str) -> ChromaStore:
     """``store`` when it is a :class:`ChromaStore`; a Markdown folder is one line saying so."""
-    from ..chroma_store import ChromaStore
+    from agentmemory.stores.chroma.store import ChromaStore
 
     if isinstance(store, ChromaStore):
         return store
@@ -169,9 +169,9 @@ def open_moving_damage(
     reindex: bool = False,
     shared: bool = False,
 ) -> ChromaStore | FileStore:
-    """:func:`agentmemory.index_damage.open_store_moving_damage` with the command line's
+    """:func:`agentmemory.stores.chroma.damage.open_store_moving_damage` with the command line's
     wording (:func:`opening`); a damaged index moved aside is one line on stderr."""
-    from ..index_damage import open_store_moving_damage
+    from agentmemory.stores.chroma.damage import open_store_moving_damage
 
     with opening():
         store, moved = open_store_moving_damage(

@@ -71,8 +71,9 @@ def _remember_hosted(ctx: click.Context, param: click.Parameter, value: str | No
 
 def _remember_chroma_url(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
     """Keep ``--chroma-url`` as ``http(s)://HOST:PORT``; a bad address is a usage error naming
-    it (:func:`agentmemory.chroma_server.parse_chroma_address`, the one reader)."""
-    from ..chroma_server import parse_chroma_address
+    it (:func:`agentmemory.stores.chroma.server.parse_chroma_address`, the one reader)."""
+    from agentmemory.stores.chroma.server import parse_chroma_address
+
     from ..errors import ChromaAddressError
 
     try:

@@ -126,7 +126,7 @@ def _record_json(record: Any, running: bool) -> dict[str, Any]:
 @json_option
 def server_start_command(port: int | None, path: Path | None, as_json: bool) -> None:
     """Start the store's Chroma server, detached, and record it in the store folder."""
-    from ..store_folder import start_folder_server, store_folder
+    from agentmemory.opening import start_folder_server, store_folder
 
     folder = store_folder(path)
     with opening():
@@ -143,8 +143,8 @@ def server_start_command(port: int | None, path: Path | None, as_json: bool) -> 
 @path_option
 def server_stop_command(path: Path | None) -> None:
     """Stop the store's Chroma server and remove its record."""
-    from ..chroma_server import stop_server
-    from ..store_folder import store_folder
+    from agentmemory.opening import store_folder
+    from agentmemory.stores.chroma.server import stop_server
 
     folder = store_folder(path)
     record = stop_server(folder)
@@ -159,8 +159,8 @@ def server_stop_command(path: Path | None) -> None:
 @json_option
 def server_status_command(path: Path | None, as_json: bool) -> None:
     """Show whether the store's Chroma server runs, where, since when, of which chromadb."""
-    from ..chroma_server import live_record, read_record
-    from ..store_folder import store_folder
+    from agentmemory.opening import store_folder
+    from agentmemory.stores.chroma.server import live_record, read_record
 
     folder = store_folder(path)
     record = read_record(folder)

@@ -160,7 +160,7 @@ def export_command(
     from ..jsonl import export_entries, export_file
 
     if out_format == "markdown":
-        from ..markdown_folder import export_markdown
+        from agentmemory.stores.markdown.transfer import export_markdown
 
         if output is not None or not scopes:
             raise click.UsageError(
@@ -188,7 +188,7 @@ def _import_markdown(
     as_json: bool,
 ) -> None:
     """``agentmemory import DIR``: every entry file of the Markdown folder, all or nothing."""
-    from ..markdown_folder import import_markdown
+    from agentmemory.stores.markdown.transfer import import_markdown
 
     started = time.perf_counter()
     with open_index(path, embedder_name, create=True) as store:
@@ -216,7 +216,7 @@ def reconcile_command(path: Path | None, as_json: bool) -> None:
     order. A file the store cannot journal (empty, over the entry bound, bad meta) is left
     alone and named on stderr. Search finds a person's edit once it is journaled.
     """
-    from ..file_store import FileStore
+    from agentmemory.stores.markdown.store import FileStore
 
     with opened_journal(path) as store:
         if not isinstance(store, FileStore):

@@ -401,7 +401,7 @@ def _resolve_embedder(spec: str | Embedder | None, max_seq_length: int | None) -
     (with ``max_seq_length`` for a model family), ``None`` ``embedders.DEFAULT_EMBEDDER``.
 
     ``None`` is the packaged model through sentence-transformers on purpose, not
-    :func:`agentmemory.store_folder.choose_embedder`'s onnxruntime-first choice: a cached store's
+    :func:`agentmemory.opening.choose_embedder`'s onnxruntime-first choice: a cached store's
     key digests the embedder's fingerprint, which names the runtime (``sentence-transformers:...``
     and ``onnx:...`` differ although ``embedders.same_vectors`` holds for them), and the two
     runtimes' vectors agree to cosine > 0.999, not bit for bit. Following the store rule would give
@@ -425,7 +425,7 @@ def _resolve_embedder(spec: str | Embedder | None, max_seq_length: int | None) -
 def _open_chroma(folder: Path, embedder: Embedder, max_entry_bytes: int) -> Any:
     """The evaluation store in ``folder``, opened by :func:`agentmemory.open_store` (the one
     rule for opening a store folder, docs/storage.md#opening-a-store-folder) with ``embedder``."""
-    from ..store_folder import open_store
+    from agentmemory.opening import open_store
 
     return open_store(folder, embedder=embedder, max_entry_bytes=max_entry_bytes, format="sqlite")
 

@@ -1,0 +1,1 @@
+"""The stores: one subpackage per family of storage."""

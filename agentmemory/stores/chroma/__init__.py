@@ -1,0 +1,1 @@
+"""The Chroma vector index over a journal."""

@@ -1,0 +1,244 @@
+"""What the ChromaStore handles of one process share: embedded clients with their folder locks,
+and the index state of each (journal, prefix, client).
+
+Chroma's embedded client is not safe across processes (docs/storage.md#the-folder-lock), so an
+embedded folder is opened once per process: the first handle takes the folder lock and opens the
+``chromadb.PersistentClient``; later handles share both; the last to close closes the client and
+releases the lock. The handles on one index (the same journal file, collection prefix and client)
+share one :class:`SharedIndex`: the embedder fingerprint, the :class:`IndexCursor` and the lock
+that serialises index updates. Both registries are keyed by process id too, so a child forked
+from a process with an open store never reuses its parent's client or cursor (it opens its own,
+and meets the parent's folder lock).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentmemory.errors import IndexDamagedError, IndexReadOnlyError, StoreFormatError
+
+from .cursor import IndexCursor
+from .files import scrub_chroma_folder
+from .folder_lock import FolderLock
+
+__all__ = [
+    "CHROMA_FOLDER",
+    "IndexKey",
+    "SharedIndex",
+    "close_folder",
+    "join_index",
+    "leave_index",
+    "open_folder",
+    "scrub_on_close",
+]
+
+log = logging.getLogger(__name__)
+
+CHROMA_FOLDER = "chroma"
+"""The Chroma ``PersistentClient`` folder's name inside an embedded store's folder."""
+
+IndexKey = tuple[str, str, int, int]
+"""(resolved journal folder, collection prefix, ``id(client)``, process id)."""
+
+
+@dataclass
+class _Folder:
+    """An embedded Chroma folder opened by this process: its client and its lock."""
+
+    client: Any
+    lock: FolderLock
+    refs: int = 0
+    scrub: bool = False
+
+
+@dataclass
+class SharedIndex:
+    """The index state every handle on one (journal, prefix, client) in this process shares.
+
+    Attributes:
+        fingerprint: the embedder fingerprint the index was built with.
+        cursor: how far the index has applied the journal.
+        write_lock: held while an index update reads the journal and writes Chroma, so that of
+            two writers racing on one entry the later journal state is what the index keeps.
+        refs: the open handles (managed by :func:`join_index` and :func:`leave_index`).
+    """
+
+    fingerprint: str
+    cursor: IndexCursor
+    write_lock: threading.RLock = field(default_factory=threading.RLock)
+    refs: int = 0
+
+
+_lock = threading.Lock()
+_folders: dict[tuple[str, int], _Folder] = {}
+_indexes: dict[IndexKey, SharedIndex] = {}
+
+
+def _chroma_settings() -> Any:
+    from chromadb.config import Settings
+
+    return Settings(anonymized_telemetry=False, allow_reset=False)
+
+
+def _lock_detail() -> str:
+    return (
+        "one process at a time may open an embedded Chroma store (two processes writing one "
+        "Chroma folder lose vectors); close it there, or run a Chroma server (chroma run) and "
+        "open the store in every process with client=chromadb.HttpClient(...)"
+    )
+
+
+def _check_inside(folder: Path) -> None:
+    """Refuse a ``chroma/`` that is a symbolic link or resolves outside ``folder``: the folder
+    lock covers the store's folder only, so a linked index could be written by two stores at once
+    (docs/storage.md#the-folder-lock)."""
+    index = folder / CHROMA_FOLDER
+    target = index.resolve()
+    if index.is_symlink() or not target.is_relative_to(folder.resolve()):
+        raise StoreFormatError(
+            str(folder),
+            f"its {CHROMA_FOLDER}/ is a link to {target}, outside the folder its lock covers; "
+            f"replace the link by the folder itself (move {target} into {folder})",
+        )
+
+
+def _forget_failed_client() -> None:
+    """Drop chromadb's per-process cache of clients, which keeps a client whose start failed
+    (its next start on the same path would then fail with "no attribute 'bindings'")."""
+    try:
+        from chromadb.api.shared_system_client import SharedSystemClient
+
+        SharedSystemClient.clear_system_cache()
+    except Exception:  # an older or newer chromadb without that cache: nothing to drop
+        return
+
+
+def _read_only(err: BaseException, detail: str) -> bool:
+    """Whether Chroma failed to open a folder because it may not write there (sqlite's
+    ``SQLITE_READONLY``, code 8, "attempt to write a readonly database"; or a refused file)."""
+    return (
+        isinstance(err, PermissionError) or "readonly database" in detail or "(code: 8)" in detail
+    )
+
+
+def open_folder(folder: Path, timeout_s: float) -> Any:
+    """This process's ``chromadb.PersistentClient`` on ``folder/chroma``, telemetry off; the
+    first call takes the folder lock (waiting up to ``timeout_s`` seconds), later calls share
+    it. Pair each call with :func:`close_folder`.
+
+    Raises:
+        StoreLockedError: another process holds the folder (names it).
+        IndexDamagedError: Chroma cannot open ``folder/chroma`` (a truncated or garbled
+            ``chroma.sqlite3``, a folder it may not read); the cure, ``agentmemory verify
+            --repair``, moves it aside and rebuilds it from the journal.
+            :class:`~agentmemory.IndexReadOnlyError` (a subclass) when it may not write there.
+    """
+    key = (str(folder.resolve()), os.getpid())
+    with _lock:
+        found = _folders.get(key)
+        if found is None:
+            lock = FolderLock.acquire(folder, timeout_s=timeout_s, detail=_lock_detail())
+            try:
+                _check_inside(folder)
+                import chromadb
+
+                client = chromadb.PersistentClient(
+                    path=str(folder / CHROMA_FOLDER), settings=_chroma_settings()
+                )
+            except StoreFormatError:
+                lock.release()
+                raise
+            except Exception as err:  # a damaged or unreadable chroma/: derived data
+                lock.release()
+                _forget_failed_client()
+                detail = (str(err).strip().splitlines() or [type(err).__name__])[-1][:300]
+                if _read_only(err, detail):
+                    raise IndexReadOnlyError(str(folder), "vector", detail) from err
+                raise IndexDamagedError(str(folder), "vector", detail) from err
+            except BaseException:
+                lock.release()
+                raise
+            found = _Folder(client=client, lock=lock)
+            _folders[key] = found
+        found.refs += 1
+        return found.client
+
+
+def close_folder(folder: Path) -> None:
+    """Release one :func:`open_folder` of ``folder``; the last closes the client and releases
+    the folder lock. Nothing happens for a folder this process has not opened."""
+    key = (str(folder.resolve()), os.getpid())
+    with _lock:
+        found = _folders.get(key)
+        if found is None:
+            return
+        found.refs -= 1
+        if found.refs > 0:
+            return
+        del _folders[key]
+    try:
+        close = getattr(found.client, "close", None)
+        if close is not None:
+            close()
+        if found.scrub:
+            _scrub_closed(folder)
+    finally:
+        found.lock.release()
+
+
+def scrub_on_close(folder: Path) -> None:
+    """Scrub ``folder/chroma`` again (:func:`agentmemory.stores.chroma.files.scrub_chroma_folder`)
+    when this process's last :func:`close_folder` of ``folder`` has closed its client, before
+    the folder lock is released. A purge calls it: Chroma may write its HNSW files after the
+    purge's own scrub (their unused capacity from this process's heap, which holds the erased
+    text) until its client is closed (docs/storage.md#purge-and-the-files). Nothing happens for
+    a folder this process has not opened."""
+    key = (str(folder.resolve()), os.getpid())
+    with _lock:
+        found = _folders.get(key)
+        if found is not None:
+            found.scrub = True
+
+
+def _scrub_closed(folder: Path) -> None:
+    """The scrub :func:`scrub_on_close` asked for; a failure is logged, not raised (the
+    client is closed already, and the purge's receipt stands)."""
+    try:
+        scrub_chroma_folder(folder / CHROMA_FOLDER)
+    except Exception as err:  # sqlite busy or I/O: the next purge or open scrubs again
+        log.warning("agentmemory: could not scrub %s after closing it: %s", folder, err)
+
+
+def join_index(
+    key: IndexKey,
+    *,
+    check: Callable[[SharedIndex], None],
+    create: Callable[[], SharedIndex],
+) -> tuple[SharedIndex, bool]:
+    """The shared state of index ``key`` and whether it was just created: ``check(shared)``
+    runs on an existing one (it may raise, and then nothing is joined); ``create()`` makes a
+    new one. Both run under the registry lock. Pair with :func:`leave_index`."""
+    with _lock:
+        shared = _indexes.get(key)
+        if shared is not None:
+            check(shared)
+            shared.refs += 1
+            return shared, False
+        shared = create()
+        shared.refs = 1
+        _indexes[key] = shared
+        return shared, True
+
+
+def leave_index(key: IndexKey, shared: SharedIndex) -> None:
+    """Release one :func:`join_index`; the last handle removes the state from the registry."""
+    with _lock:
+        shared.refs -= 1
+        if shared.refs <= 0 and _indexes.get(key) is shared:
+            del _indexes[key]

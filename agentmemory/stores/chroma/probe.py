@@ -1,0 +1,93 @@
+"""Probe a store's Chroma folder in a child process before this process loads it.
+
+A garbled HNSW segment file (``data_level0.bin``) makes Chroma's native code crash the process
+that loads the collection (a segmentation fault: no exception to catch). ``agentmemory verify``
+and ``agentmemory reindex`` therefore first open the folder in a child process and search every
+collection once; a child killed by a signal, or failing, marks the index damaged, and the repair
+moves it aside and rebuilds it from the journal (docs/storage.md#a-damaged-vector-index).
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from agentmemory.errors import IndexReadOnlyError
+
+__all__ = ["PROBE_TIMEOUT_S", "READ_ONLY_STATUS", "probe_index"]
+
+READ_ONLY_STATUS = 3
+"""The probe child's exit status when Chroma may not write the folder (not damaged)."""
+
+PROBE_TIMEOUT_S = 120.0
+"""How long the child process may take (it imports chromadb and loads every collection)."""
+
+_CHILD = "import sys; from agentmemory.stores.chroma.probe import _probe_here; sys.exit(_probe_here(sys.argv[1]))"
+
+
+def probe_index(folder: Path, *, timeout_s: float = PROBE_TIMEOUT_S) -> str | None:
+    """Open ``folder/chroma`` in a child process (taking the store's folder lock there) and search
+    every collection once. Returns ``None`` when that worked or there is no ``chroma/``, else a
+    one-line reason ("loading it crashed a probe process (SIGSEGV)"). Blocks for the child's
+    run: about 2 s here, most of it importing chromadb.
+
+    Raises:
+        IndexReadOnlyError: the child found the folder's files may not be written (nothing is
+            damaged; ``folder`` names the store).
+    """
+    if not (folder / "chroma").is_dir():
+        return None
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", _CHILD, str(folder)],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return f"loading it in a probe process took over {timeout_s:g} s"
+    if done.returncode < 0:
+        try:
+            name = signal.Signals(-done.returncode).name
+        except ValueError:
+            name = f"signal {-done.returncode}"
+        return f"loading it crashed a probe process ({name})"
+    if done.returncode != 0:
+        lines = done.stderr.strip().splitlines()
+        reason = (lines[-1] if lines else f"a probe process failed ({done.returncode})")[:300]
+        if done.returncode == READ_ONLY_STATUS:
+            raise IndexReadOnlyError(str(folder), "vector", reason)
+        return reason
+    return None
+
+
+def _probe_here(folder: str) -> int:
+    """The child's work: open the folder as a store would, search each collection once; the
+    exit status (0 when it worked; 1 with the reason on stderr when Chroma could not open it)."""
+    from agentmemory.errors import IndexDamagedError
+
+    from .clients import close_folder, open_folder
+
+    where = Path(folder)
+    try:
+        client = open_folder(where, timeout_s=5.0)
+    except IndexDamagedError as exc:  # the reason alone: the parent wraps it in its own line
+        print(exc.detail, file=sys.stderr)
+        return READ_ONLY_STATUS if isinstance(exc, IndexReadOnlyError) else 1
+    try:
+        for listed in client.list_collections():
+            name = listed if isinstance(listed, str) else listed.name
+            col = client.get_collection(name, embedding_function=None)
+            if col.count() == 0:
+                continue
+            first = col.get(limit=1, include=["embeddings"])
+            vectors = first.get("embeddings")
+            if vectors is None or len(vectors) == 0:
+                continue
+            col.query(query_embeddings=[vectors[0]], n_results=1)
+    finally:
+        close_folder(where)
+    return 0

@@ -1,0 +1,910 @@
+"""ChromaStore: the sqlite journal (the truth) plus a Chroma vector index of it.
+
+The store composes these parts, one module each (docs/storage.md#the-modules-of-the-chroma-store):
+
+* the journal, a :class:`~agentmemory.SqliteStore` in ``dir/journal.sqlite3`` (or any
+  :class:`~agentmemory.stores.chroma.journal_source.JournalStore` given as ``journal=``, such as a
+  ``PostgresStore`` several hosts share; docs/storage.md#postgresql): every read of the store
+  protocol, every write, and the index's own state (``store_state``);
+* the vectors, a :class:`~agentmemory.stores.chroma.index.ChromaIndex`: one collection per scope, one
+  vector per window of each live entry (docs/storage.md#the-chroma-index, docs/recall.md#windows);
+* :class:`~agentmemory.stores.chroma.sync.IndexSync`: makes the index hold the journal's live state of
+  given keys, and compares the two (:meth:`ChromaStore.verify`);
+* the :class:`~agentmemory.stores.chroma.cursor.IndexCursor`: how far the index has applied the journal
+  (docs/storage.md#the-index-cursor), and the
+  :class:`~agentmemory.stores.chroma.follow.IndexFollower`, which uses it to keep the index in step:
+  replay, catch-up, other processes' writes, verify, repair and reindex;
+* :mod:`agentmemory.stores.chroma.index_state`: the index's keys in the journal's state and the rule of which
+  embedder may open it (docs/storage.md#the-embedder-fingerprint);
+* :mod:`agentmemory.stores.chroma.index_search`: vector search checked against the journal;
+* :mod:`agentmemory.stores.chroma.erase`: the index's part of a purge;
+* the process-wide registry (:mod:`agentmemory.stores.chroma.clients`): one embedded client and folder
+  lock per folder, one cursor per index, shared by the handles of a process
+  (docs/storage.md#locks).
+
+This module composes them: opening (embedded, on a server, or journal-only beside another
+process's hold), the store protocol, and the write path (commit to the journal, then bring the
+index in line with the journal's live state of the keys written, then mark the records
+applied). For several processes, see docs/storage.md#several-processes.
+"""
+
+from __future__ import annotations
+
+import builtins
+import logging
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import replace
+from datetime import date
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Self, Unpack
+
+import numpy as np
+import numpy.typing as npt
+
+from agentmemory.entries import Change, Entry
+from agentmemory.errors import (
+    AgentMemoryError,
+    ChromaServerError,
+    EmbedderMismatchError,
+    IndexDamagedError,
+    IndexReadOnlyError,
+    IndexWriteError,
+    StoreLockedError,
+)
+from agentmemory.forget_session import last_written_by
+from agentmemory.purge import ErasureCheck, PurgeReceipt, check_purge
+from agentmemory.rules import DEFAULT_MAX_ENTRY_BYTES, check_scope
+from agentmemory.store import RECALL_MODES, recall_entries, resolve_reranker
+from agentmemory.stores.mem import utc_now
+from agentmemory.stores.sqlite.store import DEFAULT_BUSY_TIMEOUT_S, SqliteStore
+from embedders import Embedder, same_vectors, window_layout
+from recallers import DEFAULT_FUSION, DEFAULT_RERANK_CANDIDATES, BM25Recaller, Hit, VectorRecaller
+
+from .clients import (
+    CHROMA_FOLDER,
+    IndexKey,
+    SharedIndex,
+    close_folder,
+    join_index,
+    leave_index,
+    open_folder,
+)
+from .cursor import IndexCursor
+from .erase import index_copies, scrub_index
+from .folder_lock import DEFAULT_LOCK_TIMEOUT_S
+from .follow import IndexFollower
+from .index import DEFAULT_COLLECTION_PREFIX, ChromaIndex, check_prefix, store_prefix
+from .index_search import nearest_live
+from .index_state import IndexStateKeys, check_embedder
+from .journal_source import JournalStore
+from .options import OPTION_NAMES, ChromaStoreOptions
+from .sync import IndexReport, IndexSync, embedding_text
+
+if TYPE_CHECKING:
+    from recallers import Reranker
+
+__all__ = [
+    "CHROMA_FOLDER",
+    "DEFAULT_COLLECTION_PREFIX",
+    "JOURNAL_FILE",
+    "ChromaStore",
+    "ChromaStoreOptions",
+    "IndexReport",
+    "embedding_text",
+]
+
+logger = logging.getLogger(__name__)
+
+JOURNAL_FILE = "journal.sqlite3"
+"""The journal's file name inside an embedded store's folder."""
+
+SYNC_CHUNK = 512
+"""Entries embedded and upserted per step of a bulk write, replay or reindex (also kept under
+the client's ``get_max_batch_size()``; docs/storage.md#batches)."""
+
+
+class ChromaStore:
+    """A :class:`~agentmemory.Store` with vector search: a :class:`~agentmemory.SqliteStore`
+    journal plus a Chroma index holding one vector per window of each live entry (see the module
+    docstring).
+
+    ``ChromaStore(path, **options)`` is the same as :meth:`open` (the options are
+    :class:`ChromaStoreOptions`). Safe for several threads; one process per embedded folder
+    (docs/storage.md#several-processes). Every method of the store protocol reads and writes
+    the journal; ``put``, ``forget`` and ``put_many`` also update the index before they return.
+    """
+
+    index_type: ClassVar[type[ChromaIndex]] = ChromaIndex
+    """The class that talks to Chroma. A subclass of the store may set a subclass of
+    :class:`~agentmemory.stores.chroma.index.ChromaIndex` here (a test's, to count Chroma calls or to
+    fail them between the journal commit and the index update); each handle makes its own."""
+
+    def __init__(
+        self, path: str | os.PathLike[str] | None, **options: Unpack[ChromaStoreOptions]
+    ) -> None:
+        unknown = sorted(set(options) - OPTION_NAMES)
+        if unknown:
+            raise TypeError(
+                f"ChromaStore got unexpected keyword arguments {', '.join(unknown)}; it takes "
+                f"{', '.join(sorted(OPTION_NAMES))}"
+            )
+        embedder = options.get("embedder")
+        if not isinstance(embedder, Embedder):
+            raise TypeError(
+                f"embedder is a {type(embedder).__name__}, not an Embedder (name, dim, "
+                "fingerprint, embed); build one with embedders.get(name)"
+            )
+        client = options.get("client")
+        given_prefix = options.get("collection_prefix")
+        journal = options.get("journal")
+        if journal is not None and client is None:
+            raise ValueError(
+                f"ChromaStore over the journal {journal.where} needs client= (a Chroma server "
+                "client, chromadb.HttpClient): an embedded index is one process's folder"
+            )
+        if journal is None and path is None:
+            raise TypeError("ChromaStore needs a folder path, or journal= and client=")
+        self._dir = Path(path) if path is not None else None
+        self._where = str(path) if path is not None else journal.where if journal else ""
+        self._embedder = embedder
+        self._pid = os.getpid()
+        self._fusion = options.get("fusion", DEFAULT_FUSION)
+        self._reranker = resolve_reranker(options.get("reranker"))
+        self._rerank_candidates = options.get("rerank_candidates", DEFAULT_RERANK_CANDIDATES)
+        if self._rerank_candidates < 1:
+            raise ValueError(
+                f"rerank_candidates is {self._rerank_candidates}; it must be at least 1"
+            )
+        self._closed = False
+        self._shared: SharedIndex | None = None
+        self._opened_folder = False
+        self._read_only = options.get("read_only", False)
+        self._server: str | None = None  # the server, in words, when this store connected one
+        self._unavailable: str | None = None  # why there is no vector index (journal-only)
+        self._write_note = ""  # what a journal-only write's Change.note says
+        if given_prefix is not None:
+            check_prefix(given_prefix)  # before anything is opened
+        if client is None:
+            from .server import store_client
+
+            found = store_client(
+                self._dir if journal is None else None,
+                url=options.get("chroma_url"),
+                shared=options.get("shared", False),
+            )
+            if found is not None:
+                client, self._server = found
+        self._embedded = client is None
+        # A server this folder does not own may hold other stores' collections: name ours after
+        # the journal's id (docs/storage.md#one-collection-per-scope).
+        by_store_id = journal is not None or bool(options.get("chroma_url"))
+        if journal is None:
+            assert self._dir is not None
+            self._dir.mkdir(parents=True, exist_ok=True)
+        if self._embedded:
+            assert self._dir is not None
+            try:
+                client = open_folder(
+                    self._dir, options.get("lock_timeout_s", DEFAULT_LOCK_TIMEOUT_S)
+                )
+                self._opened_folder = True
+            except StoreLockedError as held:
+                if not options.get("journal_only_when_held", False):
+                    raise
+                self._unavailable = (
+                    f"the vector index of {self._where} is held by {held.holder} (an embedded "
+                    "Chroma folder is opened by one process at a time)"
+                )
+                self._write_note = (
+                    "the write is in the journal and its lexical index; the vector index is "
+                    f"brought up to date by the process holding it ({held.holder})"
+                )
+            except IndexDamagedError as damaged:
+                if damaged.index != "vector" or not options.get("journal_only_when_damaged", False):
+                    raise
+                cure = f"run 'agentmemory verify --repair --path {self._where}'"
+                if isinstance(damaged, IndexReadOnlyError):
+                    state = "may not be written here"
+                    cure = f"make {self._where}/chroma writable, then {cure}"
+                else:
+                    state = "is damaged"
+                self._unavailable = (
+                    f"the vector index of {self._where} {state} ({damaged.detail}); {cure} to "
+                    "bring it up to date from the journal"
+                )
+                self._write_note = (
+                    f"the write is in the journal and its lexical index; the vector index {state}: "
+                    f"{cure} to bring it up to date from the journal, this write included"
+                )
+        try:
+            self._journal: JournalStore = journal or SqliteStore(
+                self._folder() / JOURNAL_FILE,
+                max_entry_bytes=options.get("max_entry_bytes", DEFAULT_MAX_ENTRY_BYTES),
+                busy_timeout_s=options.get("busy_timeout_s", DEFAULT_BUSY_TIMEOUT_S),
+                clock=options.get("clock", utc_now),
+            )
+            prefix = given_prefix or (
+                store_prefix(self._journal.store_id) if by_store_id else DEFAULT_COLLECTION_PREFIX
+            )
+            self._keys = IndexStateKeys(embedded=self._embedded, prefix=prefix)
+            if self._unavailable is None:
+                self._index = self.index_type(client, prefix)
+        except BaseException:
+            if journal is None and getattr(self, "_journal", None) is not None:
+                self._journal.close()
+            if self._opened_folder:
+                close_folder(self._folder())
+            raise
+        if self._unavailable is not None:
+            return
+        index = self._index
+        try:
+            self._batch = max(1, min(SYNC_CHUNK, index.max_batch_size()))
+            self._attach(options.get("reindex", False))
+        except BaseException:
+            self.close()
+            raise
+
+    @classmethod
+    def open(
+        cls, path: str | os.PathLike[str] | None, **options: Unpack[ChromaStoreOptions]
+    ) -> Self:
+        """Open (or create) the store in folder ``path`` and bring its index up to date.
+
+        ``path`` is the store's folder (created when missing): ``journal.sqlite3`` and, when
+        no ``client`` is given, the embedded Chroma folder ``chroma/``. The options are those
+        of :class:`ChromaStoreOptions` (``embedder`` is required).
+
+        Opening replays the journal records the index cursor has not seen (a crash between a
+        journal commit and its index update loses nothing). When the index lacks whole scopes
+        that the journal holds (for example, its Chroma folder was deleted), opening warns with
+        :class:`~agentmemory.IndexOutOfStepWarning`, and keeps warning until ``reindex()`` or
+        a clean ``repair()``; the store works meanwhile, and vector search misses those entries.
+
+        Raises:
+            TypeError: ``embedder`` is missing or not an :class:`embedders.Embedder`, or an
+                option that is not one of :class:`ChromaStoreOptions`.
+            ValueError: a bad ``collection_prefix`` or ``max_entry_bytes``, or
+                ``rerank_candidates`` under 1.
+            recallers.UnknownRerankerError: ``reranker`` names no registered reranker (the
+                message names the value and the choices); ``recallers.RerankerFolderError``:
+                a cross-encoder that is not a local model folder.
+            EmbedderMismatchError: the store was indexed with an embedder that gives other
+                vectors (names both); open it with that embedder, or with ``reindex=True``.
+            StoreLockedError: another process holds the embedded folder (names it), or the
+                journal stayed locked for ``busy_timeout_s``.
+            StoreFormatError: ``journal.sqlite3`` is not a journal of ours.
+        """
+        return cls(path, **options)
+
+    # -- opening -----------------------------------------------------------------------------
+
+    def _index_key(self) -> IndexKey:
+        self._need_index()
+        place = str(self._dir.resolve()) if self._dir is not None else self._where
+        return (place, self._index.prefix, id(self._index.client), self._pid)
+
+    def _attach(self, reindex: bool) -> None:
+        """Join (or set up) this process's shared index state, then check and replay."""
+        given = self._embedder.fingerprint
+
+        def check(shared: SharedIndex) -> None:
+            if not same_vectors(shared.fingerprint, given):
+                raise EmbedderMismatchError(self._where, shared.fingerprint, given)
+
+        def create() -> SharedIndex:
+            fingerprint = check_embedder(
+                self._journal, self._keys, given, reindex=reindex, where=self._where
+            )
+            cursor = IndexCursor.load(self._journal, self._keys.cursor)
+            return SharedIndex(fingerprint=fingerprint, cursor=cursor)
+
+        shared, fresh = join_index(self._index_key(), check=check, create=create)
+        self._shared = shared
+        sync = IndexSync(
+            self._journal,
+            self._index,
+            self._embedder,
+            batch=self._batch,
+            lock=shared.write_lock,
+            where=self._where,
+        )
+        place = (
+            f"its Chroma folder {self._folder() / CHROMA_FOLDER}"
+            if self._embedded
+            else "its collections on the Chroma server"
+        )
+        self._follower = IndexFollower(
+            self._journal, self._index, sync, shared, self._keys, where=self._where, place=place
+        )
+        if reindex:
+            self.reindex()
+        elif fresh and not (self._read_only and not self._embedded):
+            # a reader on a server leaves indexing to the writers (docs/storage.md#reads-do-not-write)
+            layout = window_layout(self._embedder)
+            self._follower.adopt_layout(layout)
+            self._follower.warn_lost()
+            self._follower.replay()
+            self._follower.warn_shorter_journal()
+            # an index made before windows (or with other windows) re-embeds its long entries
+            self._follower.relayout(layout, batch=self._batch)
+        self._finish_purge()
+
+    # -- properties --------------------------------------------------------------------------
+
+    @property
+    def path(self) -> Path:
+        """The store's folder.
+
+        Raises:
+            AgentMemoryError: the store indexes a ``journal=`` given to it and has no folder
+                (see :attr:`where`).
+        """
+        return self._folder()
+
+    @property
+    def where(self) -> str:
+        """The store's folder, or its journal's database (``journal=``), for messages."""
+        return self._where
+
+    def _folder(self) -> Path:
+        if self._dir is None:
+            raise AgentMemoryError(
+                f"agentmemory: store {self._where} has no folder: it indexes the journal it was "
+                "given (journal=) on a Chroma server"
+            )
+        return self._dir
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder that makes this store's vectors (and should embed its queries)."""
+        return self._embedder
+
+    @property
+    def collection_prefix(self) -> str:
+        """The prefix of this store's collection names (an error for a journal-only handle)."""
+        self._need_index()
+        return self._index.prefix
+
+    @property
+    def client(self) -> Any:
+        """The Chroma client holding the collections (shared by the handles of this process;
+        an error for a journal-only handle)."""
+        self._need_index()
+        return self._index.client
+
+    @property
+    def journal_store(self) -> JournalStore:
+        """The journal under this store (the source of truth): a
+        :class:`~agentmemory.SqliteStore`, or the ``journal=`` it was opened with.
+        Writes made through it directly bypass the index until the store catches up."""
+        return self._journal
+
+    @property
+    def max_entry_bytes(self) -> int:
+        """The content bound in UTF-8 bytes."""
+        return self._journal.max_entry_bytes
+
+    @property
+    def index_cursor(self) -> int:
+        """Every journal record up to this ``seq`` is applied to the index (an error for a
+        journal-only handle)."""
+        return self._cursor().position
+
+    def collection_name(self, scope: str) -> str:
+        """The Chroma collection name of ``scope``: ``<prefix>_<scope>``.
+
+        Raises :class:`~agentmemory.InvalidEntryError` for a scope that is not kebab-case.
+        """
+        self._need_index()
+        return self._index.collection_name(scope)
+
+    # -- the store protocol: reads -------------------------------------------------------------
+
+    def get(self, scope: str, name: str) -> Entry:
+        """Return the live entry; raise :class:`~agentmemory.NotFoundError` when there is none."""
+        return self._journal.get(scope, name)
+
+    def list(self, scope: str) -> builtins.list[Entry]:
+        """The live entries of ``scope`` sorted by name (UTF-8 byte order); ``[]`` when none."""
+        return self._journal.list(scope)
+
+    def scopes(self) -> builtins.list[str]:
+        """The scopes holding at least one live entry, sorted (byte order); ``[]`` when none:
+        the journal's (:meth:`agentmemory.SqliteStore.scopes`), so a scope whose entries were
+        all forgotten is not listed, whatever collections the index holds."""
+        return self._journal.scopes()
+
+    def search(self, scopes: Sequence[str], query: str, limit: int = 0) -> builtins.list[Entry]:
+        """The reference word search of :meth:`agentmemory.SqliteStore.search` (every word in
+        name, meta values or content, any case), at most ``limit`` when ``limit > 0``."""
+        return self._journal.search(scopes, query, limit)
+
+    def last_written_by(
+        self, session_id: str, scopes: Sequence[str]
+    ) -> tuple[dict[tuple[str, str], str], builtins.list[str]]:
+        """:func:`agentmemory.forget_session.last_written_by` of the journal: the live entries
+        of ``scopes`` whose last record ``session_id`` wrote, and the scopes without a record
+        (docs/kinds.md#forgetting-a-session)."""
+        return last_written_by(self._journal, session_id, scopes)
+
+    def superseding(self, scopes: Sequence[str]) -> builtins.list[Entry]:
+        """The live entries of ``scopes`` with a ``supersedes`` meta, the journal's
+        (docs/kinds.md#out-of-date-on-purpose-only)."""
+        return self._journal.superseding(scopes)
+
+    def recall(
+        self,
+        query: str,
+        *,
+        scopes: Sequence[str],
+        limit: int = 5,
+        mode: str = "auto",
+        rerank: bool | Reranker | str | None = None,
+        as_of: date | str | None = None,
+        include_superseded: bool = False,
+    ) -> builtins.list[Hit[Entry]]:
+        """At most ``limit`` live entries of ``scopes`` ranked for ``query``, best first.
+
+        ``mode``: ``"auto"`` and ``"hybrid"`` fuse the BM25 leg (the journal's FTS5 index) with
+        the vector leg (:meth:`search_vector` of the query embedded by :attr:`embedder`) by the
+        store's ``fusion`` (docs/recall.md#fusion-methods); ``"bm25"`` and ``"vector"`` return
+        one leg, its raw score as ``score``. Each hit reports every leg's rank and raw score,
+        and in ``method`` what made its score.
+
+        ``rerank``: ``None`` uses the store's ``reranker`` (none by default: no rerank stage);
+        ``False`` skips it; ``True`` requires it; a ``recallers.Reranker`` or a registry name
+        uses that one. A reranker reorders the first ``max(limit, rerank_candidates)`` hits
+        (docs/recall.md#reranking).
+
+        Raises :class:`~agentmemory.EmptyQueryError`, :class:`~agentmemory.InvalidEntryError`
+        (a scope), ``ValueError`` (``limit`` under 1), :class:`~agentmemory.RecallModeError`
+        (an unknown mode) and :class:`~agentmemory.RerankError` (``rerank=True`` without a
+        reranker), before searching; see :func:`agentmemory.store.recall_entries`.
+        """
+        self._check_open()
+        if self._unavailable is not None:
+            asked = mode
+            if mode in RECALL_MODES and mode != "bm25":
+                mode = "bm25"  # the one leg there is; each hit names the one missing
+            hits = recall_entries(
+                self,
+                query,
+                scopes=scopes,
+                limit=limit,
+                mode=mode,
+                bm25=BM25Recaller(self._journal),
+                rerank=rerank,
+                reranker=self._reranker,
+                rerank_candidates=self._rerank_candidates,
+                as_of=as_of,
+                include_superseded=include_superseded,
+            )
+            if asked == "bm25":
+                return hits
+            why = {"vector": self._unavailable}
+            return [replace(h, unavailable=why) for h in hits]
+        if not (self._read_only and not self._embedded):
+            try:
+                self._follower.absorb()
+            except Exception as err:  # the search still runs on what the index holds
+                logger.warning(
+                    "agentmemory: store %s: could not index other processes' writes before "
+                    "this search (%s: %s); retried at the next call",
+                    self._dir,
+                    type(err).__name__,
+                    err,
+                )
+        return recall_entries(
+            self,
+            query,
+            scopes=scopes,
+            limit=limit,
+            mode=mode,
+            bm25=BM25Recaller(self._journal),
+            vector=VectorRecaller(self, self._embedder),
+            fusion=self._fusion,
+            rerank=rerank,
+            reranker=self._reranker,
+            rerank_candidates=self._rerank_candidates,
+            as_of=as_of,
+            include_superseded=include_superseded,
+        )
+
+    @property
+    def reranker(self) -> Reranker | None:
+        """The store's reranker (``None``: no rerank stage unless a recall passes one)."""
+        return self._reranker
+
+    @property
+    def vector_unavailable(self) -> str | None:
+        """Why this handle has no vector index (opened journal-only beside the holder of the
+        embedded folder), or ``None`` when it has one."""
+        return self._unavailable
+
+    @property
+    def server(self) -> str | None:
+        """The Chroma server this handle uses, in words (``http://127.0.0.1:PORT (pid N)``
+        for the folder's own, else the URL), or ``None`` (embedded, or a given client)."""
+        return self._server
+
+    def journal(self, after: int = 0) -> Iterator[Change]:
+        """Yield every journal record with ``seq > after`` in order."""
+        return self._journal.journal(after)
+
+    def last_seq(self) -> int:
+        """The journal's highest ``seq``; 0 when it is empty."""
+        return self._journal.last_seq()
+
+    # -- the store protocol: writes ------------------------------------------------------------
+
+    def put(
+        self,
+        entry: Entry,
+        *,
+        if_hash: str | None = None,
+        based_on: str | None = None,
+        session: str | None = None,
+    ) -> Change:
+        """Create or replace the whole entry, update its vector, and return the journal record.
+
+        See :meth:`agentmemory.Store.put` for the rule; the entry's vector is replaced before
+        this returns.
+
+        Raises:
+            InvalidEntryError, EntryTooLargeError, ConflictError: the write was refused; nothing
+                was written.
+            StoreLockedError: another writer held the journal past ``busy_timeout_s``.
+            IndexWriteError: the write is in the journal but its vector was not updated (the
+                cause is attached); the index catches up later.
+        """
+        self._check_open()
+        change = self._journal.put(entry, if_hash=if_hash, based_on=based_on, session=session)
+        return self._after_commit([change])[0]
+
+    def forget_session(
+        self, session_id: str, scopes: Sequence[str], *, reason: str | None = None
+    ) -> builtins.list[Change]:
+        """Tombstone the live entries of ``scopes`` whose last record ``session_id`` wrote, one
+        journal record each: :func:`agentmemory.forget_session` on this store
+        (docs/kinds.md#forgetting-a-session). Refuses an empty or unknown scope list and an
+        empty session id with :class:`~agentmemory.InvalidEntryError`, writing nothing."""
+        from agentmemory.forget_session import forget_session
+
+        return forget_session(self, session_id, scopes, reason=reason)
+
+    def forget(self, scope: str, name: str, *, session: str | None = None) -> Change:
+        """Write a tombstone and remove the entry's vector before returning; return the record.
+
+        Raises:
+            NotFoundError: no live entry ``scope/name``; nothing is written.
+            StoreLockedError: another writer held the journal past ``busy_timeout_s``.
+            IndexWriteError: the tombstone is in the journal but the vector was not removed
+                (vector search still never returns the entry: hits are checked against the
+                journal).
+        """
+        self._check_open()
+        change = self._journal.forget(scope, name, session=session)
+        return self._after_commit([change])[0]
+
+    def put_many(
+        self, entries: Iterable[Entry], *, session: str | None = None
+    ) -> builtins.list[Change]:
+        """Put every entry unconditionally in one journal transaction, then index them in batches
+        of up to :data:`SYNC_CHUNK` (embedded together, upserted under the client's maximum
+        batch size). Returns the records in the order given.
+
+        Raises:
+            InvalidEntryError, EntryTooLargeError: the first entry that breaks a rule; nothing is
+                written.
+            StoreLockedError: another writer held the journal past ``busy_timeout_s``.
+            IndexWriteError: the entries are in the journal but not all their vectors were made.
+        """
+        self._check_open()
+        changes = self._journal.put_many(entries, session=session)
+        if changes:
+            return self._after_commit(changes)
+        return changes
+
+    def _after_commit(self, changes: Sequence[Change]) -> builtins.list[Change]:
+        """Bring the index in line with the journal for the keys just written, then mark their
+        records applied, then index what other processes wrote
+        (:meth:`IndexFollower.absorb`); on failure, keep them for the next catch-up and raise
+        IndexWriteError. Journal-only, return the records with a ``note`` that the holder
+        indexes them."""
+        if self._unavailable is not None:
+            return [replace(c, note=self._write_note) for c in changes]
+        follower = self._following()
+        # The journal state just committed, last record per key: the index is written from it
+        # without reading the rows back, and checked against the journal once after writing.
+        known = {(c.entry.scope, c.entry.name): c.entry for c in changes}
+        try:
+            follower.write(known)
+        except Exception as err:
+            follower.mark_failed(c.seq for c in changes)
+            cause: BaseException = err
+            if self._server is not None:
+                cause = ChromaServerError(self._server, self._server_down(err))
+            raise IndexWriteError(self._where, changes, cause) from cause
+        follower.mark_applied(c.seq for c in changes)
+        try:
+            follower.catch_up()
+            follower.absorb()
+        except Exception as err:  # the caller's own write succeeded; say so, and go on
+            logger.warning(
+                "agentmemory: store %s: index catch-up failed (%s: %s); retried later",
+                self._where,
+                type(err).__name__,
+                err,
+            )
+        return builtins.list(changes)
+
+    def _server_down(self, err: BaseException) -> str:
+        """What to do when the server failed a request with ``err``."""
+        how = (
+            f"restart it with 'agentmemory server start --path {self._dir}'"
+            if self._server is not None and self._server.endswith(")")
+            else "restart it"
+        )
+        return (
+            f"the request failed ({type(err).__name__}: {err}); {how}; the journal keeps every "
+            "write and the index catches up from it once the server answers"
+        )
+
+    # -- the index cursor --------------------------------------------------------------------
+
+    # -- purge (docs/contract.md#purge-erasing-an-entry-for-good) ----------------------------
+
+    def purge(
+        self, scope: str, name: str, *, reason: str, session: str | None = None
+    ) -> PurgeReceipt:
+        """Erase every content ``scope/name`` ever held, from the journal and the index.
+
+        The journal purge is :meth:`agentmemory.SqliteStore.purge` (tombstone when live,
+        records redacted, lexical row removed, ``purged`` record, file vacuumed and its WAL
+        truncated). Then the entry's vector is deleted and the scope's collection rebuilt
+        (Chroma keeps deleted vectors in its segment files and write log until the collection
+        goes), and, for an embedded folder, ``chroma.sqlite3`` is vacuumed with
+        ``secure_delete`` and segment folders of dropped collections are removed
+        (docs/storage.md#purge-and-the-files). The scope is recorded as pending in the journal's
+        state first, so a process killed midway has the next open finish the index part.
+
+        Raises:
+            InvalidEntryError: ``scope`` or ``name`` not kebab-case, ``reason`` blank or over
+                1024 bytes; nothing is written.
+            NotFoundError: the journal has no record of ``scope/name``.
+            StoreLockedError: another writer held the journal past ``busy_timeout_s``.
+        """
+        self._check_open()
+        self._need_index()
+        check_purge(scope, name, reason)
+        self._journal.set_state(self._keys.purge, scope)
+        receipt = self._journal.purge(scope, name, reason=reason, session=session)
+        vectors = sum(self._index.named(scope, [name]).values())
+        written = [c for c in (receipt.tombstone, receipt.record) if c is not None]
+        self._after_commit(written)
+        rewritten = self._scrub_index(scope)
+        self._journal.set_state(self._keys.purge, "")
+        return PurgeReceipt(
+            scope=receipt.scope,
+            name=receipt.name,
+            reason=receipt.reason,
+            record=receipt.record,
+            tombstone=receipt.tombstone,
+            redacted=receipt.redacted,
+            index_rows=receipt.index_rows,
+            vectors=vectors,
+            rewritten=(*receipt.rewritten, *rewritten),
+        )
+
+    @property
+    def can_purge(self) -> bool:
+        """Whether :meth:`purge` works here: the journal has a purge (SqliteStore and
+        PostgresStore journals do)."""
+        return callable(getattr(self._journal, "purge", None))
+
+    def _scrub_index(self, scope: str) -> builtins.list[str]:
+        """:func:`agentmemory.stores.chroma.erase.scrub_index` of ``scope`` for this index."""
+        folder = self._folder() / CHROMA_FOLDER if self._embedded else None
+        return scrub_index(self._index, scope, lock=self._shared_index().write_lock, folder=folder)
+
+    def _finish_purge(self) -> None:
+        """Finish the index part of a purge a killed process left (the journal part finished
+        or rolled back when the journal opened)."""
+        scope = self._journal.get_state(self._keys.purge)
+        if not scope:
+            return
+        self._scrub_index(scope)
+        report = self._following().repair()
+        self._journal.set_state(self._keys.purge, "")
+        logger.warning(
+            "agentmemory: store %s: finished the index part of an interrupted purge in scope "
+            "%s (collection rebuilt, %s)",
+            self._where,
+            scope,
+            "index in step" if report.ok else str(report),
+        )
+
+    @property
+    def recovery(self) -> str | None:
+        """What opening the journal did about an interrupted purge (see
+        :attr:`agentmemory.SqliteStore.recovery`), or ``None``."""
+        found = getattr(self._journal, "recovery", None)
+        return found if isinstance(found, str) else None
+
+    def verify_erased(self, scope: str, name: str) -> ErasureCheck:
+        """Check that no copy of ``scope/name``'s content remains: the journal's places
+        (its ``verify_erased``) and the index's (:func:`agentmemory.stores.chroma.erase.index_copies`:
+        the entry's vector, and for an embedded folder ``chroma.sqlite3``'s rows, free pages
+        and orphaned segment folders)."""
+        self._check_open()
+        self._need_index()
+        base = self._journal.verify_erased(scope, name)
+        folder = self._folder() / CHROMA_FOLDER if self._embedded else None
+        looked, found = index_copies(self._index, scope, name, folder=folder)
+        return ErasureCheck(scope, name, (*base.looked, *looked), (*base.found, *found))
+
+    # -- vector search -----------------------------------------------------------------------
+
+    def search_vector(
+        self,
+        vector: npt.ArrayLike,
+        *,
+        limit: int,
+        scopes: Sequence[str],
+    ) -> builtins.list[tuple[Entry, float]]:
+        """The live entries of ``scopes`` nearest ``vector``, nearest first, at most ``limit``
+        (``[]`` when ``limit`` is under 1).
+
+        ``vector`` is a ``(dim,)`` (or ``(1, dim)``) array, embedded with :attr:`embedder`
+        (``store.embedder.embed([query])[0]``). The score is the cosine similarity,
+        ``1 - cosine distance`` (unitless, in [-1, 1]). Ties break by the scope's position in
+        ``scopes``, then by name. Each scope is its own collection (no ``where`` filter), and
+        every hit is checked against the journal: a vector whose entry was forgotten or
+        rewritten since is never returned (the entry is returned from the journal, not from
+        Chroma). Scopes without entries contribute nothing.
+
+        Raises:
+            ValueError: ``vector`` has another shape.
+            TypeError: ``scopes`` is a single ``str``, or ``limit`` is not an int.
+            InvalidEntryError: a scope that is not kebab-case.
+        """
+        self._check_open()
+        self._need_index()
+        if isinstance(scopes, str):
+            raise TypeError(f"scopes must be a sequence of scope names, not the str {scopes!r}")
+        if isinstance(limit, bool) or not isinstance(limit, int):
+            raise TypeError(f"limit is {limit!r}; it must be an int")
+        dim = self._embedder.dim
+        query = np.asarray(vector, dtype=np.float32)
+        if query.ndim == 2 and query.shape[0] == 1:
+            query = query[0]
+        if query.shape != (dim,):
+            raise ValueError(
+                f"vector has shape {query.shape}; this store's embedder "
+                f"{self._embedder.name} makes ({dim},) vectors"
+            )
+        wanted = [check_scope(s) for s in scopes]
+        return nearest_live(self._index, self._journal, query, scopes=wanted, limit=limit)
+
+    # -- checking and rebuilding ---------------------------------------------------------------
+
+    def verify(self) -> IndexReport:
+        """Compare the index with the journal; returns an :class:`IndexReport`.
+
+        Reads every live entry and every vector's metadata (seconds at 100k entries). Writes
+        made while it runs may show up as missing or stale. Changes nothing.
+        """
+        self._check_open()
+        return self._following().verify()
+
+    def repair(self, *, keep: Iterable[str] = ()) -> IndexReport:
+        """Apply what the cursor has not seen, then fix every key :meth:`verify` finds missing,
+        stale or extra (embedding only those). Returns the report of a second verify; when it
+        is clean, the cursor moves to the journal's end and the lost-index warning stops.
+
+        ``keep``: extra keys (``"scope/name"``) whose vectors stay, for example those of entries
+        the journal never had (``SqliteStore.never_journaled``), kept as evidence that the
+        journal lost records (docs/storage.md#a-journal-shorter-than-its-index).
+
+        Raises what the embedder or Chroma raise; the index is then no worse than before.
+        """
+        self._check_open()
+        return self._following().repair(keep=keep, batch=self._batch)
+
+    def reindex(self) -> int:
+        """Rebuild the index from the journal with this store's embedder: drop the store's
+        collections, embed every live entry, and record the embedder's fingerprint. Returns the
+        number of entries indexed.
+
+        Writes made meanwhile (by any handle) are kept: they wait for the collections to be
+        dropped, then land in the new ones. Vector search sees a partial index until it ends.
+        The cursor is set back to 0 (and the new fingerprint recorded) before anything is
+        dropped, so a rebuild cut short finishes at the next open, which replays the whole
+        journal and embeds only what is still missing.
+        """
+        self._check_open()
+        return self._following().reindex(
+            self._embedder.fingerprint, batch=self._batch, layout=window_layout(self._embedder)
+        )
+
+    # -- lifetime ----------------------------------------------------------------------------
+
+    def _need_index(self) -> None:
+        """Refuse an index operation on a journal-only handle, saying why."""
+        if self._unavailable is not None:
+            raise AgentMemoryError(
+                f"agentmemory: store {self._where}: {self._unavailable}; this process opened the "
+                "journal alone, so it cannot search, check or rebuild the vectors: do it in the "
+                "holder, or after it closes, or run 'agentmemory server start' so that every "
+                "process shares one Chroma server"
+            )
+
+    def _shared_index(self) -> SharedIndex:
+        self._need_index()
+        shared = self._shared
+        if shared is None:
+            raise AgentMemoryError(
+                f"agentmemory: store {self._where} is closed; open a new ChromaStore to use it"
+            )
+        return shared
+
+    def _cursor(self) -> IndexCursor:
+        return self._following().cursor
+
+    def _following(self) -> IndexFollower:
+        """The follower of this handle's index (errors for a journal-only or closed one)."""
+        self._shared_index()
+        return self._follower
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise AgentMemoryError(
+                f"agentmemory: store {self._where} is closed; open a new ChromaStore to use it"
+            )
+        if self._embedded and os.getpid() != self._pid:
+            raise AgentMemoryError(
+                f"agentmemory: store {self._where} was opened by process {self._pid}, and this "
+                f"process ({os.getpid()}) was forked from it; an embedded Chroma folder is not "
+                "safe across processes: open the store here after the parent closes it, or use "
+                "a Chroma server (client=chromadb.HttpClient(...))"
+            )
+
+    def close(self) -> None:
+        """Close the journal and release this handle's share of the index and (embedded) of the
+        folder: the last handle in the process closes the client and releases the folder lock.
+        Idempotent. A user-supplied client is left open."""
+        if self._closed:
+            return
+        self._closed = True
+        if os.getpid() != self._pid:  # a forked child: the parent's client and lock are not ours
+            self._shared = None
+            self._opened_folder = False
+            return
+        shared, self._shared = self._shared, None
+        try:
+            if shared is not None:
+                leave_index(self._index_key(), shared)
+            journal = getattr(self, "_journal", None)
+            if journal is not None:
+                journal.close()
+        finally:
+            if self._opened_folder:
+                self._opened_folder = False
+                close_folder(self._folder())
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        if self._unavailable is not None:
+            return f"ChromaStore({self._where!r}, embedder={self._embedder.name!r}, journal only)"
+        where = "embedded" if self._embedded else (self._server or "client")
+        return (
+            f"ChromaStore({self._where!r}, embedder={self._embedder.name!r}, "
+            f"prefix={self._index.prefix!r}, {where})"
+        )

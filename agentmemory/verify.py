@@ -1,0 +1,154 @@
+"""Checking a store against its journal: the vector index, the lexical index, lost records.
+
+:func:`check_store` is what ``agentmemory verify`` runs: the vector index compared with the
+journal (:meth:`ChromaStore.verify`, docs/storage.md#verify-repair-reindex), the vectors no journal
+record names (docs/storage.md#a-journal-shorter-than-its-index) and the lexical index
+(docs/storage.md#a-damaged-lexical-index), each repaired on request. :func:`check_reindexed` is
+what ``agentmemory reindex`` reports after its rebuild. Both return frozen reports the caller
+prints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .stores.chroma.store import ChromaStore
+    from .stores.chroma.sync import IndexReport
+    from .stores.markdown.store import FileStore
+
+__all__ = [
+    "LexicalCheck",
+    "ReindexCheck",
+    "StoreCheck",
+    "check_lexical",
+    "check_reindexed",
+    "check_store",
+    "never_journaled",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class LexicalCheck:
+    """What :func:`check_lexical` found.
+
+    Attributes:
+        problems: what is wrong with the lexical index, one line each
+            (:meth:`agentmemory.SqliteStore.check_lexical`); after a rebuild, what is still
+            wrong; ``()`` when it is sound or the journal has no lexical index of its own.
+        rebuilt: how many entries a rebuild indexed, or ``None`` when there was none.
+    """
+
+    problems: tuple[str, ...] = ()
+    rebuilt: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StoreCheck:
+    """What :func:`check_store` found (and repaired).
+
+    Attributes:
+        index: the vector index compared with the journal, after the repair when there was one.
+        orphans: keys (``"scope/name"``) of vectors that no journal record names: the journal
+            lost records (docs/storage.md#a-journal-shorter-than-its-index); kept by a repair
+            unless told to drop them.
+        lexical: the lexical index's check (and rebuild).
+    """
+
+    index: IndexReport
+    orphans: tuple[str, ...]
+    lexical: LexicalCheck
+
+    @property
+    def ok(self) -> bool:
+        """The vector index matches the journal and the lexical index is sound."""
+        return self.index.ok and not self.lexical.problems
+
+
+@dataclass(frozen=True, slots=True)
+class ReindexCheck:
+    """What :func:`check_reindexed` reports of a store just rebuilt.
+
+    Attributes:
+        indexed: vectors the index holds (a Markdown folder: its live entries).
+        embedder: the registry name of the embedder that made them (``"none"`` for a Markdown
+            folder without vectors).
+        lexical: the lexical index's check, rebuilt when it was damaged.
+    """
+
+    indexed: int
+    embedder: str
+    lexical: LexicalCheck
+
+
+def never_journaled(journal: object, keys: Sequence[str]) -> tuple[str, ...]:
+    """Those of ``keys`` that no journal record names (:meth:`agentmemory.SqliteStore.never_journaled`);
+    ``()`` for a journal without that check or no keys."""
+    check = getattr(journal, "never_journaled", None)
+    return tuple(check(keys)) if callable(check) and keys else ()
+
+
+def check_lexical(journal: object, *, repair: bool = False) -> LexicalCheck:
+    """Check the lexical index of ``journal`` (:meth:`agentmemory.SqliteStore.check_lexical`,
+    about a second per 100k entries); with ``repair`` and problems found, rebuild it
+    (:meth:`~agentmemory.SqliteStore.rebuild_lexical`) and check again. A journal that is not an
+    :class:`~agentmemory.SqliteStore` has no lexical index of its own: ``LexicalCheck()``.
+
+    Raises what those methods raise (:class:`~agentmemory.StoreIOError` when the journal's own
+    tables are damaged).
+    """
+    from .stores.sqlite.store import SqliteStore
+
+    if not isinstance(journal, SqliteStore):
+        return LexicalCheck()
+    problems = journal.check_lexical()
+    if not (repair and problems):
+        return LexicalCheck(tuple(problems))
+    rebuilt = journal.rebuild_lexical()
+    return LexicalCheck(tuple(journal.check_lexical()), rebuilt)
+
+
+def check_store(
+    store: ChromaStore, *, repair: bool = False, drop_orphans: bool = False
+) -> StoreCheck:
+    """Compare ``store``'s vector index with its journal, find the vectors no journal record
+    names, and check the lexical index; with ``repair``, fix the vector index
+    (:meth:`ChromaStore.repair`, keeping the orphans' vectors unless ``drop_orphans``) and
+    rebuild a damaged lexical index (:func:`check_lexical`). ``drop_orphans`` without ``repair``
+    does nothing.
+
+    The reads: one :meth:`ChromaStore.verify` (two with ``repair``: the repair checks again),
+    one journal lookup per extra key, and the lexical check.
+
+    Raises what :meth:`ChromaStore.verify`, :meth:`ChromaStore.repair` and :func:`check_lexical`
+    raise.
+    """
+    journal = store.journal_store
+    report = store.verify()
+    orphans = never_journaled(journal, report.extra)
+    if repair:
+        report = store.repair(keep=() if drop_orphans else orphans)
+        orphans = never_journaled(journal, report.extra)
+    return StoreCheck(report, orphans, check_lexical(journal, repair=repair))
+
+
+def check_reindexed(store: ChromaStore | FileStore) -> ReindexCheck:
+    """What a store just opened with ``reindex=True`` holds: its vectors (a
+    :class:`~agentmemory.ChromaStore`'s count from :meth:`ChromaStore.verify`; a Markdown
+    folder's, made again as it opened, one per live entry), its embedder's name, and its lexical
+    index, rebuilt when damaged (:func:`check_lexical` with ``repair``).
+
+    Raises what :meth:`ChromaStore.verify` and :func:`check_lexical` raise.
+    """
+    from .stores.chroma.store import ChromaStore
+
+    if isinstance(store, ChromaStore):
+        indexed = store.verify().indexed
+        return ReindexCheck(
+            indexed, store.embedder.name, check_lexical(store.journal_store, repair=True)
+        )
+    count = sum(len(store.list(scope)) for scope in store.scopes())
+    name = store.embedder.name if store.embedder is not None else "none"
+    return ReindexCheck(count, name, LexicalCheck())
