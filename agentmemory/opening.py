@@ -1,4 +1,5 @@
-"""The store folder: where it is by default, and the one rule for opening it and its embedder.
+"""Opening a store: where its folder is by default, the one rule for opening it (a folder, a
+Markdown folder, or servers) and its embedder, and opening it for a repair.
 
 A store folder holds ``journal.sqlite3`` (the journal, the truth) and ``chroma/`` (the vector
 index, derived from the journal), or is a Markdown folder (:class:`~agentmemory.FileStore`:
@@ -9,7 +10,7 @@ model. The command line, the MCP server, the demo and the evaluation open stores
 
 A store on servers has no folder: ``dsn=`` (or ``$AGENTMEMORY_DSN`` when no folder is named)
 puts the journal in PostgreSQL, and ``chroma_url=`` (or ``$AGENTMEMORY_CHROMA_URL``) names the
-Chroma server holding its vectors (:mod:`agentmemory.hosted`,
+Chroma server holding its vectors (:func:`open_hosted_store`,
 docs/storage.md#the-vector-index-over-postgresql). Every Chroma server address is read by
 :func:`agentmemory.stores.chroma.server.parse_chroma_address`.
 
@@ -36,10 +37,13 @@ from .errors import (
     ChromaAddressError,
     EmbedderMismatchError,
     EmbedderNameError,
+    IndexDamagedError,
     IndexOutOfStepWarning,
+    IndexReadOnlyError,
     NoStoreError,
 )
 from .rules import DEFAULT_MAX_ENTRY_BYTES
+from .stores.chroma.damage import MovedIndex, move_index_aside
 from .stores.chroma.store import JOURNAL_FILE, ChromaStore
 from .stores.markdown.lock_file import DEFAULT_LOCK_TIMEOUT_S
 from .stores.markdown.store import FileStore
@@ -58,14 +62,18 @@ __all__ = [
     "SHARED_ENV",
     "STORE_FORMATS",
     "FolderServer",
+    "check_index_loads",
     "choose_embedder",
     "chroma_server_url",
     "default_store_path",
     "embedder_for",
     "get_embedder",
     "journal_dsn",
+    "open_hosted_journal",
+    "open_hosted_store",
     "open_journal",
     "open_store",
+    "open_store_moving_damage",
     "start_folder_server",
     "store_folder",
     "store_format",
@@ -218,8 +226,6 @@ def open_journal(
     """
     found = journal_dsn(path, format=format, dsn=dsn)
     if found is not None:
-        from .hosted import open_hosted_journal
-
         return open_hosted_journal(found)
     if store_format(path, format) == "markdown":
         return FileStore(_existing_markdown(path))
@@ -302,7 +308,7 @@ def open_store(
 
     ``open_store(dsn=..., chroma_url="HOST:PORT")`` is the store for several hosts: the
     PostgreSQL journal and its vectors on that Chroma server, no local folder
-    (:func:`agentmemory.hosted.open_hosted_store`). Without a Chroma server it raises
+    (:func:`open_hosted_store`). Without a Chroma server it raises
     :class:`~agentmemory.ChromaAddressError` saying so; :func:`open_journal` with ``dsn`` opens
     the journal alone (BM25 recall).
 
@@ -339,7 +345,7 @@ def open_store(
             are made on first open) and ``shared`` (there is no folder server) are not used.
         **store_options: passed to :meth:`ChromaStore.open` (``lock_timeout_s``,
             ``busy_timeout_s``, ``fusion``, ``client``, ...); with ``dsn``, to
-            :func:`~agentmemory.hosted.open_hosted_store`.
+            :func:`open_hosted_store`.
 
     Raises:
         ValueError: ``dsn`` together with ``path`` or ``format``.
@@ -372,8 +378,6 @@ def open_store(
                 "$AGENTMEMORY_CHROMA_URL), or open the journal alone with open_journal(dsn=...) "
                 "for BM25 recall",
             )
-        from .hosted import open_hosted_store
-
         return open_hosted_store(
             found_dsn,
             chroma_url,
@@ -388,7 +392,7 @@ def open_store(
     if shared is None:
         shared = os.environ.get(SHARED_ENV, "").strip().lower() in ("1", "true", "yes", "on")
     store_options.setdefault("journal_only_when_held", True)
-    if not reindex:  # a rebuild needs to know (agentmemory.stores.chroma.damage moves it aside)
+    if not reindex:  # a rebuild needs to know (open_store_moving_damage moves it aside)
         store_options.setdefault("journal_only_when_damaged", True)
     if read_only:
         store_options.setdefault("lock_timeout_s", 0.0)
@@ -454,6 +458,140 @@ def open_store(
             if own is not None:
                 return attempt(own)
         raise
+
+
+def open_hosted_journal(
+    dsn: str, *, max_entry_bytes: int = DEFAULT_MAX_ENTRY_BYTES, **options: Any
+) -> PostgresStore:
+    """The journal alone (no vectors, no model): a ``PostgresStore`` on ``dsn``, its content
+    bound ``max_entry_bytes`` (UTF-8 bytes); ``options`` are ``PostgresStore``'s
+    (``lock_timeout_s``, ...).
+
+    Raises what :class:`~agentmemory.stores.postgres.store.PostgresStore` raises
+    (``StoreUnavailableError`` naming the database, never the password).
+    """
+    from .stores.postgres.store import PostgresStore
+
+    return PostgresStore(dsn, max_entry_bytes=max_entry_bytes, **options)
+
+
+def open_hosted_store(
+    dsn: str,
+    chroma_url: str,
+    *,
+    embedder: Embedder | str | None = None,
+    reindex: bool = False,
+    max_entry_bytes: int = DEFAULT_MAX_ENTRY_BYTES,
+    read_only: bool = False,
+    **store_options: Any,
+) -> ChromaStore:
+    """A :class:`~agentmemory.ChromaStore` over the PostgreSQL journal at ``dsn`` with its
+    vectors on the Chroma server at ``chroma_url`` (``HOST:PORT`` or ``http://HOST:PORT``,
+    :func:`agentmemory.stores.chroma.server.parse_chroma_address`), collection prefix
+    :func:`agentmemory.stores.chroma.index.store_prefix` of the journal's id, telemetry off. :func:`agentmemory.open_store` with ``dsn=`` calls it.
+
+    The embedder: the one given (an :class:`embedders.Embedder` or a registry name); else one
+    giving the vectors whose fingerprint the journal records for this index (through
+    onnxruntime where possible); else :func:`choose_embedder`'s
+    default (the rule every store uses). ``max_entry_bytes`` (UTF-8 bytes) and
+    ``lock_timeout_s`` (seconds, in ``store_options``) go to the ``PostgresStore``;
+    ``read_only`` and the other ``store_options`` (``fusion``, ``reranker``, ...) to the
+    ``ChromaStore``.
+
+    Raises:
+        ChromaAddressError: ``chroma_url`` is not a Chroma server address.
+        ChromaServerError: the Chroma server does not answer.
+        StoreUnavailableError: the database cannot be reached.
+        EmbedderNameError, EmbedderMismatchError: as :func:`agentmemory.open_store`.
+    """
+    from .stores.chroma.index import store_prefix
+    from .stores.chroma.index_state import IndexStateKeys
+    from .stores.chroma.server import connect_url, parse_chroma_address
+    from .stores.chroma.store import ChromaStore
+
+    parse_chroma_address(chroma_url)  # a bad address is refused before any connection
+    journal_options = {k: store_options.pop(k) for k in ("lock_timeout_s",) if k in store_options}
+    journal = open_hosted_journal(dsn, max_entry_bytes=max_entry_bytes, **journal_options)
+    try:
+        client = connect_url(chroma_url)
+        if isinstance(embedder, str):
+            chosen = get_embedder(embedder)
+        elif embedder is not None:
+            chosen = embedder
+        else:
+            keys = IndexStateKeys(embedded=False, prefix=store_prefix(journal.store_id))
+            stored = journal.get_state(keys.embedder)
+            found = embedder_for(stored) if stored else None
+            chosen = found or choose_embedder(None)
+        return ChromaStore(
+            None,
+            journal=journal,
+            client=client,
+            embedder=chosen,
+            reindex=reindex,
+            read_only=read_only,
+            **store_options,
+        )
+    except BaseException:
+        journal.close()
+        raise
+
+
+def check_index_loads(
+    path: str | os.PathLike[str] | None = None,
+    *,
+    format: str | None = None,
+    dsn: str | None = None,
+) -> None:
+    """Load the vector index of the store folder ``path`` (``None``: the default folder,
+    :func:`store_folder`) in a child process and search each collection
+    once (:func:`agentmemory.stores.chroma.probe.probe_index`, about 2 s); nothing when it has no
+    ``chroma/``, or when the store is not a folder (``path``, ``format`` and ``dsn`` name its
+    journal as :func:`agentmemory.open_store` reads them: :func:`journal_dsn`).
+
+    Raises:
+        IndexDamagedError: ``index`` ``"vector"``, when the child crashed (a segmentation fault),
+            failed or timed out: loading it in this process could kill it.
+        NoStoreError: ``path`` is a file.
+        ValueError: ``dsn`` together with ``path`` or ``format``.
+    """
+    from .stores.chroma.probe import probe_index
+
+    if journal_dsn(path, format=format, dsn=dsn) is not None:
+        return
+    folder = store_folder(path)
+    crashed = probe_index(folder)
+    if crashed is not None:
+        raise IndexDamagedError(str(folder), "vector", crashed)
+
+
+def open_store_moving_damage(
+    path: str | os.PathLike[str] | None = None, *, reindex: bool = False, **options: Any
+) -> tuple[ChromaStore | FileStore, MovedIndex | None]:
+    """Open the existing store ``path`` for a repair: :func:`check_index_loads`, then
+    :func:`agentmemory.open_store` (``create=False``, ``reindex``, ``options``). When the index
+    is damaged (the probe, or :class:`~agentmemory.IndexDamagedError` ``"vector"`` at open), move
+    it aside (:func:`move_index_aside`) and open the store again with ``reindex=True``, which
+    rebuilds it from the journal (docs/storage.md#a-damaged-vector-index).
+
+    Returns the store (the caller closes it) and what was moved aside, or ``None`` when nothing
+    was.
+
+    Raises what :func:`agentmemory.open_store` raises (a damaged lexical index included), and
+    ``OSError`` when the damaged folder cannot be moved.
+    """
+    try:
+        # never load a crashing index here: it would kill this process
+        check_index_loads(path, format=options.get("format"), dsn=options.get("dsn"))
+        found = open_store(
+            path, create=False, reindex=reindex, journal_only_when_damaged=False, **options
+        )
+        return found, None
+    except IndexDamagedError as exc:
+        if exc.index != "vector" or isinstance(exc, IndexReadOnlyError):
+            raise  # nothing to move aside: a read-only index is made writable, not rebuilt
+        moved = MovedIndex(move_index_aside(exc.path), exc.detail)
+    return open_store(path, create=False, reindex=True, **options), moved
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,7 +36,8 @@ from agentmemory import (
     tools,
 )
 from agentmemory.cli import main
-from agentmemory.stores.chroma.damage import DAMAGED_PREFIX, open_store_moving_damage
+from agentmemory.opening import open_store_moving_damage
+from agentmemory.stores.chroma.damage import DAMAGED_PREFIX
 from agentmemory.verify import LexicalCheck, check_reindexed, check_store
 from embedders import HashingEmbedder
 

@@ -19,11 +19,16 @@ PACKAGES = ("agentmemory", "embedders", "recallers")
 # the MCP server, eval, the demo and the JSON Lines transfer are imported by whoever uses them.
 OURS_ON_IMPORT = {
     "agentmemory",
+    "agentmemory.stores",
+    "agentmemory.stores.chroma",
+    "agentmemory.stores.markdown",
+    "agentmemory.stores.sqlite",
     "agentmemory.stores.markdown.atomic_write",
     "agentmemory.stores.chroma.files",
     "agentmemory.stores.chroma.index",
     "agentmemory.stores.chroma.options",
     "agentmemory.stores.chroma.clients",
+    "agentmemory.stores.chroma.damage",
     "agentmemory.stores.chroma.store",
     "agentmemory.entries",
     "agentmemory.purge",

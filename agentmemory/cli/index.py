@@ -40,7 +40,7 @@ def verify_command(
 
     Opening the store first replays journal records the index has not seen.
     """
-    from agentmemory.stores.chroma.damage import check_index_loads
+    from agentmemory.opening import check_index_loads
     from agentmemory.verify import check_store
 
     if repair:

@@ -169,9 +169,9 @@ def open_moving_damage(
     reindex: bool = False,
     shared: bool = False,
 ) -> ChromaStore | FileStore:
-    """:func:`agentmemory.stores.chroma.damage.open_store_moving_damage` with the command line's
+    """:func:`agentmemory.opening.open_store_moving_damage` with the command line's
     wording (:func:`opening`); a damaged index moved aside is one line on stderr."""
-    from agentmemory.stores.chroma.damage import open_store_moving_damage
+    from agentmemory.opening import open_store_moving_damage
 
     with opening():
         store, moved = open_store_moving_damage(

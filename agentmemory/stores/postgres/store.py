@@ -170,7 +170,7 @@ PG_MIGRATIONS: builtins.list[PgMigration] = [
     # when the tokenizer's version differs from the one recorded in store_state.
     PgMigration(2, "m002_lexical_index", create_pg_tables, PG_LEXICAL_TABLES),
     # A random id for the database's store, made once under the schema lock: what names its
-    # vectors on a shared Chroma server (agentmemory.hosted).
+    # vectors on a shared Chroma server (agentmemory.opening.open_hosted_store).
     PgMigration(3, "m003_store_id", _m003_store_id, {}),
 ]
 """The schema steps in order. Append new ones; never edit or reorder an applied one."""
