@@ -85,6 +85,7 @@ OURS_ON_IMPORT = {
     "recallers.cross_encoder",
     "recallers.errors",
     "agentmemory.stores.sqlite.lexicon",
+    "agentmemory.stores.lexicon_state",
     "recallers.hits",
     "recallers.hybrid",
     "recallers.lexical_query",

@@ -32,43 +32,34 @@ its size.
 from __future__ import annotations
 
 import builtins
-import json
-import logging
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import suppress
 from datetime import date, datetime
-from typing import Any, ClassVar, Self
+from typing import ClassVar, Self
 
 import psycopg
 from psycopg import errors as pg_errors
-from psycopg.conninfo import conninfo_to_dict
 
 from agentmemory.entries import Change, Entry
-from agentmemory.errors import (
-    AgentMemoryError,
-    NotFoundError,
-    StoreFormatError,
-    StoreLockedError,
-    StoreUnavailableError,
-)
-from agentmemory.purge import (
-    ErasureCheck,
-    PurgeReceipt,
-    check_purge,
-    history_copies,
-    purge_record,
-    redact_history,
-)
+from agentmemory.errors import AgentMemoryError, NotFoundError
 from agentmemory.rules import DEFAULT_MAX_ENTRY_BYTES, check_entry, check_scope
 from agentmemory.store import plan_forget, plan_put, recall_entries, search_entries
+from agentmemory.stores.lexicon_state import TOKENIZER_STATE_KEY
 from agentmemory.stores.mem import utc_now
-from agentmemory.stores.sqlite.lexicon import TOKENIZER_STATE_KEY
-from agentmemory.wire import decode_change, encode_change, format_time, parse_time
+from agentmemory.wire import decode_change
 from recallers import DEFAULT_TOKENIZER, BM25Recaller, Hit, Tokenizer
 
-from .lexicon import PG_LEXICAL_TABLES, TOP_KEYS_SQL, PgBM25Index, create_pg_tables
+from .connection import ENTRY_COLUMNS, Conn, dsn_where, one_line, row_entry
+from .lexicon import TOP_KEYS_SQL, PgBM25Index
+from .migrations import (
+    PG_MIGRATIONS,
+    STORE_ID_KEY,
+    PgMigration,
+    apply_migrations,
+    check_encoding,
+)
+from .purge import PgPurge
 
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT_S",
@@ -93,150 +84,8 @@ JOURNAL_PAGE_ROWS = 256
 LIVE_PAGE_KEYS = 500
 """Entries per list of :meth:`PostgresStore.iter_live` by default."""
 
-_SCHEMA_LOCK_KEY = 0x61676D656D  # "agmem": the advisory lock the schema step takes
 
-Conn = psycopg.Connection[tuple[Any, ...]]
-
-
-@dataclass(frozen=True, slots=True)
-class PgMigration:
-    """One numbered schema step, applied once per database (schema) in the schema transaction.
-
-    Attributes:
-        version: 1, 2, 3, ... in order; recorded in ``store_schema``.
-        name: ``m<version as 3 digits>_<what>``.
-        apply: runs the DDL on the psycopg connection (a transaction is open; do not commit).
-        tables: each table the step creates, with its column names in order. A table of that
-            name that already exists with other columns fails the open with
-            :class:`~agentmemory.StoreFormatError`.
-    """
-
-    version: int
-    name: str
-    apply: Callable[[Conn], None]
-    tables: Mapping[str, tuple[str, ...]]
-
-
-def _m001_initial(conn: Conn) -> None:
-    conn.execute(
-        "CREATE TABLE IF NOT EXISTS memory_entries ("
-        " scope text NOT NULL, name text NOT NULL, content bytea NOT NULL, meta text NOT NULL,"
-        " hash text NOT NULL, updated text NOT NULL, PRIMARY KEY (scope, name))"
-    )
-    conn.execute(
-        "CREATE TABLE IF NOT EXISTS memory_journal ("
-        " seq bigint PRIMARY KEY, scope text NOT NULL, name text NOT NULL, line text NOT NULL)"
-    )
-    conn.execute(
-        "CREATE INDEX IF NOT EXISTS memory_journal_entry ON memory_journal (scope, name, seq)"
-    )
-    conn.execute(
-        "CREATE TABLE IF NOT EXISTS memory_counter ("
-        " id integer PRIMARY KEY CHECK (id = 1), seq bigint NOT NULL, at text NOT NULL)"
-    )
-    conn.execute(
-        "INSERT INTO memory_counter (id, seq, at) VALUES (1, 0, '') ON CONFLICT (id) DO NOTHING"
-    )
-    conn.execute(
-        "CREATE TABLE IF NOT EXISTS store_state (key text PRIMARY KEY, value text NOT NULL)"
-    )
-
-
-STORE_ID_KEY = "store.id"
-"""The ``store_state`` key of the store's random id (a UUID, made by ``m003_store_id``)."""
-
-
-def _m003_store_id(conn: Conn) -> None:
-    conn.execute(
-        "INSERT INTO store_state (key, value) VALUES (%s, gen_random_uuid()::text)"
-        " ON CONFLICT (key) DO NOTHING",
-        (STORE_ID_KEY,),
-    )
-
-
-PG_MIGRATIONS: builtins.list[PgMigration] = [
-    PgMigration(
-        1,
-        "m001_initial",
-        _m001_initial,
-        {
-            "memory_entries": ("scope", "name", "content", "meta", "hash", "updated"),
-            "memory_journal": ("seq", "scope", "name", "line"),
-            "memory_counter": ("id", "seq", "at"),
-            "store_state": ("key", "value"),
-        },
-    ),
-    # The lexical index of recall (agentmemory.stores.postgres.lexicon), kept by _apply_in_txn and rebuilt on open
-    # when the tokenizer's version differs from the one recorded in store_state.
-    PgMigration(2, "m002_lexical_index", create_pg_tables, PG_LEXICAL_TABLES),
-    # A random id for the database's store, made once under the schema lock: what names its
-    # vectors on a shared Chroma server (agentmemory.opening.open_hosted_store).
-    PgMigration(3, "m003_store_id", _m003_store_id, {}),
-]
-"""The schema steps in order. Append new ones; never edit or reorder an applied one."""
-
-
-logger = logging.getLogger(__name__)
-
-PURGE_PENDING_PREFIX = "purge:pending:"
-"""``store_state`` keys ``purge:pending:<seq of the purged record>`` (value ``"<scope>/<name>"``):
-written in a purge's transaction, removed once its ``VACUUM FULL`` has run, so an open that finds
-one runs the vacuum a killed purge did not (docs/storage.md#purge-and-the-files)."""
-
-PURGE_VACUUM_TABLES = ("memory_journal", "memory_entries", *PG_LEXICAL_TABLES)
-"""The tables a purge's ``VACUUM FULL`` rewrites: every one that held the entry's content."""
-
-
-def dsn_where(dsn: str) -> str:
-    """``postgresql://user@host:port/dbname`` for a libpq DSN (key/value or URI form), naming
-    the database without the password; parts the DSN leaves out are left out (libpq's defaults
-    apply). A DSN that does not parse gives ``"(a DSN that does not parse)"``: its text may hold
-    the password, so it is never echoed."""
-    try:
-        parts = conninfo_to_dict(dsn)
-    except psycopg.Error:
-        return "(a DSN that does not parse)"
-    user = f"{parts['user']}@" if parts.get("user") else ""
-    host = str(parts.get("host") or parts.get("hostaddr") or "")
-    port = f":{parts['port']}" if parts.get("port") else ""
-    db = f"/{parts['dbname']}" if parts.get("dbname") else ""
-    return f"postgresql://{user}{host}{port}{db}"
-
-
-def _one_line(err: BaseException) -> str:
-    """The error's text on one line (libpq's messages span several)."""
-    return " ".join(str(err).split())
-
-
-def _scrub(text: str, dsn: str) -> str:
-    """``text`` with the DSN's password (if any) replaced by ``***``."""
-    with suppress(psycopg.Error):
-        password = conninfo_to_dict(dsn).get("password")
-        if password:
-            text = text.replace(str(password), "***")
-    return text
-
-
-def _meta_json(meta: Mapping[str, str] | None) -> str:
-    return json.dumps(dict(sorted((meta or {}).items())), ensure_ascii=False, separators=(",", ":"))
-
-
-def _row_entry(scope: str, name: str, content: bytes, meta: str, hash_: str, updated: str) -> Entry:
-    m = json.loads(meta) if meta else None
-    return Entry(
-        scope=scope,
-        name=name,
-        content=bytes(content).decode("utf-8"),
-        meta=dict(m) if m else None,
-        hash=hash_,
-        updated=parse_time(updated),
-    )
-
-
-_ENTRY_COLUMNS = "scope, name, content, meta, hash, updated"
-
-
-class PostgresStore:
+class PostgresStore(PgPurge):
     """A :class:`~agentmemory.Store` in a PostgreSQL database: live entries, the journal, derived
     state and a BM25 lexical index, shared by every process and host given the same DSN.
 
@@ -344,348 +193,24 @@ class PostgresStore:
         """The tokenizer of the lexical index (documents and queries)."""
         return self._lexicon.tokenizer
 
-    # -- connections ------------------------------------------------------------------------
-
-    def _unavailable(self, detail: str) -> StoreUnavailableError:
-        return StoreUnavailableError(self._where, _scrub(detail, self._dsn))
-
-    def _connect(self) -> Conn:
-        try:
-            conninfo_to_dict(self._dsn)
-        except psycopg.Error:
-            raise self._unavailable(
-                "the DSN does not parse; give key=value pairs (host=... dbname=...) or a "
-                "postgresql:// URI"
-            ) from None
-        try:
-            conn = psycopg.connect(
-                self._dsn,
-                autocommit=True,
-                connect_timeout=max(1, round(self._connect_timeout_s)),
-                application_name="agentmemory",
-            )
-        except psycopg.Error as err:
-            raise self._unavailable(
-                f"cannot connect ({_one_line(err)}); check that the server runs, the "
-                "address, the database name and the credentials"
-            ) from None
-        try:
-            conn.execute(f"SET lock_timeout = {int(self._lock_timeout_s * 1000)}")
-        except psycopg.Error:
-            conn.close()
-            raise
-        return conn
-
-    def _conn(self, which: str) -> Conn:
-        """The writer or reader connection, opened again when it dropped."""
-        if self._closed:
-            raise AgentMemoryError(
-                f"agentmemory: store {self._where} is closed; open a new PostgresStore to use it"
-            )
-        conn = self._writer if which == "writer" else self._reader
-        if conn is None or conn.closed or conn.broken:
-            if conn is not None:
-                with suppress(psycopg.Error):
-                    conn.close()
-            conn = self._connect()
-            if which == "writer":
-                self._writer = conn
-            else:
-                self._reader = conn
-        return conn
-
-    def _locked(self, err: BaseException) -> StoreLockedError:
-        return StoreLockedError(
-            self._where,
-            detail=(
-                f"another writer held it for over {self._lock_timeout_s:g} s "
-                f"({_one_line(err)}); retry later, or open the store with a longer "
-                "lock_timeout_s"
-            ),
-        )
-
-    def _format_error(self, detail: str) -> StoreFormatError:
-        return StoreFormatError(self._where, detail)
-
     # -- the schema ---------------------------------------------------------------------------
 
-    def _columns(self, conn: Conn, table: str) -> tuple[str, ...]:
-        rows = conn.execute(
-            "SELECT column_name FROM information_schema.columns"
-            " WHERE table_schema = current_schema() AND table_name = %s ORDER BY ordinal_position",
-            (table,),
-        ).fetchall()
-        return tuple(str(r[0]) for r in rows)
-
     def _migrate(self, conn: Conn) -> None:
-        encoding = conn.execute("SHOW server_encoding").fetchone()
-        if encoding is None or str(encoding[0]).upper() not in ("UTF8", "UTF-8"):
-            raise self._format_error(
-                f"the database's encoding is {encoding[0] if encoding else '?'}, not UTF8; "
-                "create it with ENCODING 'UTF8'"
-            )
-        known = {m.version: m for m in self._migrations}
-        newest = max(known)
+        """Check and migrate the schema (:func:`~agentmemory.stores.postgres.migrations.apply_migrations`
+        with this class's ``_migrations``), turning psycopg's lock and drop errors into
+        :class:`~agentmemory.StoreLockedError` and :class:`~agentmemory.StoreUnavailableError`."""
+        check_encoding(conn, self._format_error)
         try:
-            with conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK_KEY,))
-                if current_schema_missing(conn):
-                    raise self._format_error(
-                        "the connection has no current schema to create tables in; set "
-                        "search_path (options=-csearch_path=NAME in the DSN) to an existing one"
-                    )
-                conn.execute(
-                    "CREATE TABLE IF NOT EXISTS store_schema (version integer PRIMARY KEY,"
-                    " name text NOT NULL, applied text NOT NULL)"
-                )
-                columns = self._columns(conn, "store_schema")
-                if columns != ("version", "name", "applied"):
-                    raise self._format_error(
-                        f"its table store_schema has the columns {', '.join(columns)}, not "
-                        "version, name, applied; use another database or schema"
-                    )
-                applied = {
-                    int(v): str(n)
-                    for v, n in conn.execute("SELECT version, name FROM store_schema").fetchall()
-                }
-                if applied and max(applied) > newest:
-                    top = max(applied)
-                    raise self._format_error(
-                        f"its schema is at version {top} ({applied[top]}), newer than this "
-                        f"agentmemory knows (up to {newest}); upgrade agentmemory"
-                    )
-                for m in sorted(self._migrations, key=lambda m: m.version):
-                    if m.version in applied and applied[m.version] != m.name:
-                        raise self._format_error(
-                            f"its schema step {m.version} is {applied[m.version]}, not {m.name}; "
-                            "it was made by another program or version; use another database"
-                        )
-                    if m.version in applied:
-                        continue
-                    for table, want in m.tables.items():
-                        have = self._columns(conn, table)
-                        if have and have != tuple(want):
-                            raise self._format_error(
-                                f"it has a table {table} with the columns {', '.join(have)}, "
-                                f"not {', '.join(want)}; use another database or schema"
-                            )
-                    m.apply(conn)
-                    conn.execute(
-                        "INSERT INTO store_schema (version, name, applied) VALUES (%s, %s, %s)",
-                        (m.version, m.name, format_time(self._clock())),
-                    )
+            apply_migrations(
+                conn, self._migrations, clock=self._clock, format_error=self._format_error
+            )
         except pg_errors.LockNotAvailable as err:
             raise self._locked(err) from None
         except psycopg.OperationalError as err:
             raise self._unavailable(
-                f"the connection dropped while the schema was checked ({_one_line(err)}); "
+                f"the connection dropped while the schema was checked ({one_line(err)}); "
                 "nothing was changed; open the store again"
             ) from None
-
-    # -- transactions -------------------------------------------------------------------------
-
-    @contextmanager
-    def _transaction(self, what: str) -> Iterator[Conn]:
-        """Hold the writer lock and one transaction in pipeline mode on the writer connection:
-        ``BEGIN`` is queued with the body's first statements and ``COMMIT`` with its last, so
-        the body's one read (the counter lock and the stored entries) and the final sync are
-        the only round trips. Commits on a clean exit; on an exception, rolls back (queued, or
-        on its own once the pipeline is synced). ``what`` names the write in errors
-        (``"the put of user/x"``).
-
-        Raises:
-            StoreLockedError: the counter row stayed locked past ``lock_timeout_s``.
-            StoreUnavailableError: the connection dropped; the server rolled the transaction
-                back (:meth:`_write_changes` checks a drop after the write was sent).
-        """
-        with self._wlock:
-            conn = self._conn("writer")
-            try:
-                staged = dict(self._staged)
-                with conn.pipeline():
-                    conn.execute("BEGIN")
-                    try:
-                        yield conn
-                        for key, value in staged.items():
-                            self._put_state(conn, key, value)
-                    except BaseException:
-                        with suppress(psycopg.Error):
-                            conn.execute("ROLLBACK")
-                        raise
-                    conn.execute("COMMIT")
-                for key, value in staged.items():
-                    if self._staged.get(key) == value:
-                        del self._staged[key]
-            except pg_errors.LockNotAvailable as err:
-                self._end_failed(conn)
-                raise self._locked(err) from None
-            except psycopg.OperationalError as err:
-                self._end_failed(conn)
-                raise self._unavailable(
-                    f"the connection dropped during {what} ({_one_line(err)}); "
-                    "PostgreSQL rolled the transaction back, so nothing of it was written; "
-                    "retry it"
-                ) from None
-            except BaseException:
-                self._end_failed(conn)
-                raise
-
-    @staticmethod
-    def _end_failed(conn: Conn) -> None:
-        """Roll back a transaction a failed pipeline left open (a statement failed, so the
-        queued ``COMMIT`` or ``ROLLBACK`` was skipped); nothing when the connection is gone."""
-        if conn.closed or conn.broken:
-            return
-        if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-            with suppress(psycopg.Error):
-                conn.execute("ROLLBACK")
-
-    def _write_changes(self, what: str, run: Callable[[Conn], list[Change]]) -> list[Change]:
-        """Run ``run`` in :meth:`_transaction` and return its records. When the connection
-        drops after the records were planned (during the write statements or ``COMMIT``), the
-        journal is read on a new connection: if it holds the first record's line at its
-        ``seq``, the write committed and its records are returned; otherwise nothing was
-        written and :class:`~agentmemory.StoreUnavailableError` says so."""
-        planned: list[Change] = []
-
-        def body(conn: Conn) -> list[Change]:
-            out = run(conn)
-            planned.extend(out)
-            return out
-
-        try:
-            with self._transaction(what) as conn:
-                changes = body(conn)
-            return changes
-        except StoreUnavailableError as err:
-            if not planned:
-                raise
-            try:
-                committed = self._committed(planned[0])
-            except StoreUnavailableError:
-                raise self._unavailable(
-                    f"the connection dropped while {what} was committing and the server cannot "
-                    f"be reached to check it; it was written if the journal holds seq "
-                    f"{planned[0].seq} for {planned[0].entry.key}"
-                ) from err
-            if committed:
-                return planned
-            raise
-
-    def _committed(self, first: Change) -> bool:
-        line = encode_change(first)
-        with self._read() as conn:
-            row = conn.execute(
-                "SELECT line FROM memory_journal WHERE seq = %s", (first.seq,)
-            ).fetchone()
-        return row is not None and str(row[0]) == line
-
-    @contextmanager
-    def _read(self) -> Iterator[Conn]:
-        with self._rlock:
-            conn = self._conn("reader")
-            try:
-                yield conn
-            except psycopg.OperationalError as err:
-                raise self._unavailable(
-                    f"the connection dropped during a read ({_one_line(err)}); retry it"
-                ) from None
-
-    # -- the write path -----------------------------------------------------------------------
-
-    def _apply_in_txn(self, conn: Conn, changes: Sequence[Change]) -> None:
-        """Extension point: keep derived state in step with the changes of one write, in its
-        transaction.
-
-        Called once per write (one change for ``put`` and ``forget``, every change of a
-        ``put_many`` in ``seq`` order) inside the write's transaction on ``conn`` (pipeline
-        mode: statements are queued and sent with ``COMMIT``; do not commit), after the entry
-        rows and the journal records were queued. Raising rolls the whole write back. Here it
-        keeps the lexical index (``agentmemory.stores.postgres.lexicon``) in step, in four set-based statements.
-        A subclass that overrides it must call ``super()._apply_in_txn(conn, changes)``.
-        """
-        self._lexicon.write_many(
-            conn,
-            [(c.entry.scope, c.entry.name, None if c.entry.deleted else c.entry) for c in changes],
-        )
-
-    def _lock_and_read(
-        self, conn: Conn, keys: Sequence[tuple[str, str]]
-    ) -> tuple[int, datetime | None, dict[tuple[str, str], Entry]]:
-        """Lock the counter row, then read the stored entries of ``keys`` (one round trip)."""
-        counter = conn.execute("SELECT seq, at FROM memory_counter WHERE id = 1 FOR UPDATE")
-        scopes = [k[0] for k in keys]
-        names = [k[1] for k in keys]
-        stored = conn.execute(
-            f"SELECT {_ENTRY_COLUMNS} FROM memory_entries"
-            " WHERE (scope, name) IN (SELECT * FROM unnest(%s::text[], %s::text[]))",
-            (scopes, names),
-        )
-        row = counter.fetchone()
-        if row is None:
-            raise self._format_error(
-                "its memory_counter row is missing; restore the database from a backup"
-            )
-        live = {(str(r[0]), str(r[1])): _row_entry(*r) for r in stored.fetchall()}
-        at = parse_time(str(row[1])) if row[1] else None
-        return int(row[0]), at, live
-
-    def _now(self, last_at: datetime | None) -> datetime:
-        now = parse_time(format_time(self._clock()))  # what the journal line will say
-        if last_at is not None and now < last_at:
-            return last_at
-        return now
-
-    def _queue(self, conn: Conn, changes: Sequence[Change]) -> None:
-        """Queue the write's statements: the journal records (one statement), the entries'
-        last states (one delete of the forgotten, one upsert of the rest), the derived state
-        (:meth:`_apply_in_txn`) and the counter; none reads a result back."""
-        conn.execute(
-            "INSERT INTO memory_journal (seq, scope, name, line)"
-            " SELECT * FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::text[])",
-            (
-                [c.seq for c in changes],
-                [c.entry.scope for c in changes],
-                [c.entry.name for c in changes],
-                [encode_change(c) for c in changes],
-            ),
-        )
-        last: dict[tuple[str, str], Entry] = {}
-        for c in changes:
-            last.pop((c.entry.scope, c.entry.name), None)
-            last[(c.entry.scope, c.entry.name)] = c.entry
-        gone = [e for e in last.values() if e.deleted]
-        kept = [e for e in last.values() if not e.deleted]
-        if gone:
-            conn.execute(
-                "DELETE FROM memory_entries AS e USING unnest(%s::text[], %s::text[]) AS k(s, n)"
-                " WHERE e.scope = k.s AND e.name = k.n",
-                ([e.scope for e in gone], [e.name for e in gone]),
-            )
-        if kept:
-            conn.execute(
-                f"INSERT INTO memory_entries ({_ENTRY_COLUMNS}) SELECT * FROM unnest("
-                "%s::text[], %s::text[], %s::bytea[], %s::text[], %s::text[], %s::text[])"
-                " ON CONFLICT (scope, name) DO UPDATE SET content = excluded.content,"
-                " meta = excluded.meta, hash = excluded.hash, updated = excluded.updated",
-                (
-                    [e.scope for e in kept],
-                    [e.name for e in kept],
-                    [e.content.encode("utf-8") for e in kept],
-                    [_meta_json(e.meta) for e in kept],
-                    [e.hash for e in kept],
-                    [format_time(e.updated) if e.updated else "" for e in kept],
-                ),
-            )
-        self._apply_in_txn(conn, changes)
-        self._advance(conn, changes[-1])
-
-    def _advance(self, conn: Conn, last: Change) -> None:
-        assert last.at is not None  # plan_put and plan_forget always stamp it
-        conn.execute(
-            "UPDATE memory_counter SET seq = %s, at = %s WHERE id = 1",
-            (last.seq, format_time(last.at)),
-        )
 
     def put(
         self,
@@ -801,191 +326,6 @@ class PostgresStore:
         (change,) = self._write_changes(f"the forget of {scope}/{name}", run)
         return change.copy()
 
-    # -- purge (docs/contract.md#purge-erasing-an-entry-for-good) -----------------------------
-
-    def purge(
-        self, scope: str, name: str, *, reason: str, session: str | None = None
-    ) -> PurgeReceipt:
-        """Erase every content ``scope/name`` ever held from this store's tables.
-
-        One transaction (under the counter lock, as every write) tombstones the entry when it
-        is live, replaces the content, meta and hashes of each of its journal records, removes
-        it from the lexical index and appends the ``purged`` record naming ``reason``. Then
-        ``VACUUM FULL`` rewrites the store's tables, so their files hold no dead copy. The
-        server's write-ahead log, replicas and backups are out of this client's reach
-        (docs/storage.md#purge-and-the-files).
-
-        Raises:
-            InvalidEntryError: ``scope`` or ``name`` not kebab-case, ``reason`` blank or over
-                1024 bytes; nothing is written.
-            NotFoundError: the journal has no record of ``scope/name``.
-            StoreLockedError, StoreUnavailableError: as for :meth:`put`; nothing is written.
-        """
-        check_purge(scope, name, reason)
-        done: dict[str, Any] = {}
-
-        def run(conn: Conn) -> list[Change]:
-            seq, last_at, live = self._lock_and_read(conn, [(scope, name)])
-            rows = conn.execute(
-                "SELECT seq, line FROM memory_journal WHERE scope = %s AND name = %s ORDER BY seq",
-                (scope, name),
-            ).fetchall()
-            if not rows:
-                raise NotFoundError(scope, name)
-            records = [decode_change(str(line), seq=int(s)) for s, line in rows]
-            now = self._now(last_at)
-            stored = live.get((scope, name))
-            out: list[Change] = []
-            if stored is not None:
-                tomb = plan_forget(stored, seq=seq + 1, now=now, session=session)
-                out.append(tomb)
-                records.append(tomb)
-                seq += 1
-            redacted = redact_history(records)
-            record = purge_record(
-                scope,
-                name,
-                seq=seq + 1,
-                now=now,
-                reason=reason,
-                redacted=[c.seq for c in redacted],
-                session=session,
-            )
-            out.append(record)
-            self._queue(conn, out)
-            conn.execute(
-                "UPDATE memory_journal AS j SET line = k.l"
-                " FROM unnest(%s::bigint[], %s::text[]) AS k(s, l) WHERE j.seq = k.s",
-                ([c.seq for c in redacted], [encode_change(c) for c in redacted]),
-            )
-            self._put_state(conn, f"{PURGE_PENDING_PREFIX}{record.seq}", f"{scope}/{name}")
-            done.update(tomb=out[0] if stored is not None else None, redacted=redacted)
-            return [record]  # its line is not rewritten: the commit check reads it back
-
-        (record,) = self._write_changes(f"the purge of {scope}/{name}", run)
-        self._vacuum_after_purge([f"{PURGE_PENDING_PREFIX}{record.seq}"])
-        tomb = done["tomb"]
-        return PurgeReceipt(
-            scope=scope,
-            name=name,
-            reason=reason,
-            record=record.copy(),
-            tombstone=None if tomb is None else tomb.copy(),
-            redacted=tuple(c.seq for c in done["redacted"]),
-            index_rows=0 if tomb is None else 1,
-            rewritten=(
-                f"VACUUM FULL {', '.join(PURGE_VACUUM_TABLES)}; the server's WAL and backups are "
-                "out of reach",
-            ),
-        )
-
-    def _vacuum_after_purge(self, pending: Sequence[str]) -> None:
-        """``VACUUM FULL`` the tables that held a purged entry (dead row versions keep its
-        bytes until then), then remove the ``pending`` purge keys from ``store_state``."""
-        with self._wlock:
-            conn = self._conn("writer")
-            conn.execute("VACUUM FULL " + ", ".join(PURGE_VACUUM_TABLES))
-            conn.execute("DELETE FROM store_state WHERE key = ANY(%s)", (list(pending),))
-
-    def _finish_purges(self) -> None:
-        """At open: run the ``VACUUM FULL`` of every purge that committed and was stopped
-        before its vacuum (a ``purge:pending:`` key left), and say so in :attr:`recovery`."""
-        conn = self._conn("writer")
-        rows = conn.execute(
-            "SELECT key, value FROM store_state WHERE key LIKE %s ORDER BY key",
-            (PURGE_PENDING_PREFIX + "%",),
-        ).fetchall()
-        if not rows:
-            return
-        keys = ", ".join(sorted({str(v) for _, v in rows}))
-        try:
-            self._vacuum_after_purge([str(k) for k, _ in rows])
-        except psycopg.Error as err:  # a role that may not vacuum: open anyway, and say so
-            self._recovery = (
-                f"found an interrupted purge of {keys} whose VACUUM FULL has not run, and could "
-                f"not run it ({_one_line(err)}); open the store as the tables' owner to finish it"
-            )
-            logger.warning("agentmemory: store %s: %s", self._where, self._recovery)
-            return
-        self._recovery = (
-            f"finished an interrupted purge of {keys}: its transaction had committed (the "
-            f"journal records were redacted); VACUUM FULL of {', '.join(PURGE_VACUUM_TABLES)} "
-            "ran now"
-        )
-        logger.warning("agentmemory: store %s: %s", self._where, self._recovery)
-
-    @property
-    def recovery(self) -> str | None:
-        """What opening this handle did about a purge a killed process left: ``"finished ..."``
-        (its transaction had committed and its ``VACUUM FULL`` had not run; it ran now), or
-        ``None``. A purge killed before its commit wrote nothing and needs no recovery."""
-        return self._recovery
-
-    def verify_erased(self, scope: str, name: str) -> ErasureCheck:
-        """Check that no row of this store's tables keeps ``scope/name``'s content: its journal
-        records (each redacted, or a ``purged`` record), the live entries, the lexical index's
-        documents, a purge whose ``VACUUM FULL`` has not run (a ``purge:pending:`` key: its
-        dead row versions still hold the old bytes), and, when the database has the
-        ``pgstattuple`` extension, the dead row versions of ``memory_journal`` (only a purge's
-        redaction or an aborted write leaves one there). ``pg_stat_user_tables.n_dead_tup``
-        is not used: ``VACUUM FULL`` does not reset it (measured on PostgreSQL 15), so it would
-        report copies that are gone. The server's files, WAL and backups are not looked at
-        (docs/storage.md#purge-and-the-files)."""
-        check_scope(scope)
-        with self._read() as conn:
-            rows = conn.execute(
-                "SELECT seq, line FROM memory_journal WHERE scope = %s AND name = %s ORDER BY seq",
-                (scope, name),
-            ).fetchall()
-            live = conn.execute(
-                "SELECT 1 FROM memory_entries WHERE scope = %s AND name = %s", (scope, name)
-            ).fetchone()
-            pending = conn.execute(
-                "SELECT value FROM store_state WHERE key LIKE %s ORDER BY key",
-                (PURGE_PENDING_PREFIX + "%",),
-            ).fetchall()
-            counted = conn.execute(
-                "SELECT 1 FROM pg_extension WHERE extname = 'pgstattuple'"
-            ).fetchone()
-            dead = None
-            if counted is not None:
-                dead = conn.execute(
-                    "SELECT dead_tuple_count FROM pgstattuple('memory_journal')"
-                ).fetchone()
-        found = history_copies(decode_change(str(line), seq=int(seq)) for seq, line in rows)
-        if live is not None:
-            found.append("a live entry")
-        if self._lexicon_holds(scope, name):
-            found.append("a lexical index row")
-        if pending:
-            found.append(
-                f"a purge whose VACUUM FULL has not run ({', '.join(str(v) for (v,) in pending)}):"
-                " dead row versions keep the old bytes until the next open"
-            )
-        if dead is not None and int(dead[0]):
-            found.append(
-                f"{int(dead[0])} dead row versions in memory_journal that may hold old bytes "
-                "(VACUUM FULL not run since)"
-            )
-        looked = (
-            f"journal records of {scope}/{name}",
-            "live entries (memory_entries)",
-            "lexical index",
-            "pending purges (store_state purge:pending:*)",
-            "dead row versions of memory_journal (pgstattuple)"
-            if counted is not None
-            else "dead row versions of memory_journal: not counted (install the pgstattuple "
-            "extension in the database to count them)",
-        )
-        return ErasureCheck(scope, name, looked, tuple(found))
-
-    def _lexicon_holds(self, scope: str, name: str) -> bool:
-        with self._read() as conn:
-            row = conn.execute(
-                "SELECT 1 FROM memory_lexical_docs WHERE scope = %s AND name = %s", (scope, name)
-            ).fetchone()
-        return row is not None
-
     # -- reads --------------------------------------------------------------------------------
 
     def get(self, scope: str, name: str) -> Entry:
@@ -993,22 +333,22 @@ class PostgresStore:
         (:class:`~agentmemory.StoreUnavailableError` when the server cannot be reached)."""
         with self._read() as conn:
             row = conn.execute(
-                f"SELECT {_ENTRY_COLUMNS} FROM memory_entries WHERE scope = %s AND name = %s",
+                f"SELECT {ENTRY_COLUMNS} FROM memory_entries WHERE scope = %s AND name = %s",
                 (scope, name),
             ).fetchone()
         if row is None:
             raise NotFoundError(scope, name)
-        return _row_entry(*row)
+        return row_entry(*row)
 
     def list(self, scope: str) -> builtins.list[Entry]:
         """The live entries of ``scope`` sorted by name (UTF-8 byte order); ``[]`` when none."""
         with self._read() as conn:
             rows = conn.execute(
-                f"SELECT {_ENTRY_COLUMNS} FROM memory_entries"
+                f"SELECT {ENTRY_COLUMNS} FROM memory_entries"
                 ' WHERE scope = %s ORDER BY name COLLATE "C"',
                 (scope,),
             ).fetchall()
-        return [_row_entry(*r) for r in rows]
+        return [row_entry(*r) for r in rows]
 
     def scopes(self) -> builtins.list[str]:
         """The scopes holding at least one live entry, sorted (byte order); ``[]`` when none."""
@@ -1026,11 +366,11 @@ class PostgresStore:
             return {}
         with self._read() as conn:
             rows = conn.execute(
-                f"SELECT {_ENTRY_COLUMNS} FROM memory_entries"
+                f"SELECT {ENTRY_COLUMNS} FROM memory_entries"
                 " WHERE (scope, name) IN (SELECT * FROM unnest(%s::text[], %s::text[]))",
                 ([k[0] for k in wanted], [k[1] for k in wanted]),
             ).fetchall()
-        return {(str(r[0]), str(r[1])): _row_entry(*r) for r in rows}
+        return {(str(r[0]), str(r[1])): row_entry(*r) for r in rows}
 
     def live_count(self) -> int:
         """The number of live entries in every scope."""
@@ -1054,14 +394,14 @@ class PostgresStore:
         while True:
             with self._read() as conn:
                 rows = conn.execute(
-                    f"SELECT {_ENTRY_COLUMNS} FROM memory_entries"
+                    f"SELECT {ENTRY_COLUMNS} FROM memory_entries"
                     ' WHERE (scope COLLATE "C", name COLLATE "C") > (%s, %s)'
                     ' ORDER BY scope COLLATE "C", name COLLATE "C" LIMIT %s',
                     (*last, batch),
                 ).fetchall()
             if not rows:
                 return
-            yield [_row_entry(*r) for r in rows]
+            yield [row_entry(*r) for r in rows]
             last = (str(rows[-1][0]), str(rows[-1][1]))
 
     def scopes_written_by(self, seq: int, scopes: Iterable[str]) -> builtins.list[str]:
@@ -1163,23 +503,9 @@ class PostgresStore:
             except psycopg.OperationalError as err:
                 raise self._unavailable(
                     f"the connection dropped while state {key!r} was set "
-                    f"({_one_line(err)}); nothing was written; retry it"
+                    f"({one_line(err)}); nothing was written; retry it"
                 ) from None
             self._staged.pop(key, None)
-
-    @staticmethod
-    def _put_state(conn: Conn, key: str, value: str) -> None:
-        conn.execute(
-            "INSERT INTO store_state (key, value) VALUES (%s, %s)"
-            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            (key, value),
-        )
-
-    def _conn_check_open(self) -> None:
-        if self._closed:
-            raise AgentMemoryError(
-                f"agentmemory: store {self._where} is closed; open a new PostgresStore to use it"
-            )
 
     # -- recall -------------------------------------------------------------------------------
 
@@ -1197,9 +523,9 @@ class PostgresStore:
                 ).fetchone()
                 if not self._lexicon.needs_rebuild(None if row is None else str(row[0])):
                     return  # another process rebuilt it meanwhile
-                rows = conn.execute(f"SELECT {_ENTRY_COLUMNS} FROM memory_entries").fetchall()
+                rows = conn.execute(f"SELECT {ENTRY_COLUMNS} FROM memory_entries").fetchall()
                 with conn.pipeline():
-                    self._lexicon.rebuild(conn, (_row_entry(*r) for r in rows))
+                    self._lexicon.rebuild(conn, (row_entry(*r) for r in rows))
                     conn.execute(
                         "INSERT INTO store_state (key, value) VALUES (%s, %s)"
                         " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
@@ -1235,7 +561,7 @@ class PostgresStore:
                 ' ORDER BY top.score DESC, array_position(%(scopes)s, e.scope), e.name COLLATE "C"',
                 {**self._lexicon.query_params(terms), "scopes": wanted, "limit": limit},
             ).fetchall()
-        return [(_row_entry(*r[:6]), float(r[6])) for r in rows]
+        return [(row_entry(*r[:6]), float(r[6])) for r in rows]
 
     def superseding(self, scopes: Sequence[str]) -> builtins.list[Entry]:
         """The live entries of ``scopes`` with a ``supersedes`` meta, by scope order then name
@@ -1246,11 +572,11 @@ class PostgresStore:
             return []
         with self._read() as conn:
             rows = conn.execute(
-                f"SELECT {_ENTRY_COLUMNS} FROM memory_entries"
+                f"SELECT {ENTRY_COLUMNS} FROM memory_entries"
                 " WHERE scope = ANY(%s) AND meta LIKE '%%\"supersedes\"%%'",
                 (wanted,),
             ).fetchall()
-        found = [e for e in (_row_entry(*r) for r in rows) if (e.meta or {}).get("supersedes")]
+        found = [e for e in (row_entry(*r) for r in rows) if (e.meta or {}).get("supersedes")]
         order = {sc: i for i, sc in enumerate(wanted)}
         found.sort(key=lambda e: (order[e.scope], e.name.encode()))
         return found
@@ -1318,10 +644,3 @@ class PostgresStore:
 
 
 _COLS = ("scope", "name", "content", "meta", "hash", "updated")
-
-
-def current_schema_missing(conn: Conn) -> bool:
-    """Whether the connection's ``search_path`` names no existing schema (``current_schema()``
-    is NULL), so tables could not be created."""
-    row = conn.execute("SELECT current_schema()").fetchone()
-    return row is None or row[0] is None

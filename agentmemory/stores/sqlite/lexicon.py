@@ -43,6 +43,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Generic, TypeVar
 
+from agentmemory.stores.lexicon_state import TOKENIZER_STATE_KEY
 from recallers.bm25 import DEFAULT_B, DEFAULT_K1, bm25_idf, document_terms
 from recallers.lexical_query import query_terms
 from recallers.protocol import Document
@@ -72,9 +73,6 @@ FTS5_TABLES: Mapping[str, tuple[str, ...]] = {
 DOC_FREQ_TABLES: Mapping[str, tuple[str, ...]] = {"memory_lexical_df": ("term", "docs")}
 """The table :func:`create_doc_freq_table` makes, with its columns (for a store's migration
 check): each term's document frequency."""
-
-TOKENIZER_STATE_KEY = "lexical.tokenizer"
-"""The ``store_state`` key holding the :attr:`Tokenizer.version` the index was built with."""
 
 _FTS5_TOKENIZE = "ascii tokenchars '_-.'''"
 
