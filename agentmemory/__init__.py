@@ -106,7 +106,8 @@ from .rules import (
 from .session import Provenance, current_provenance, current_session, provenance, session
 from .store import EmptyQueryError, Store
 from .stores.chroma.store import ChromaStore, IndexReport
-from .stores.markdown.store import FileStore, Reconciliation, UnjournaledFile
+from .stores.markdown.reconcile import Reconciliation, UnjournaledFile
+from .stores.markdown.store import FileStore
 from .stores.mem import MemStore
 from .stores.sqlite.store import SqliteStore
 from .tool_adapters import dispatch_anthropic, dispatch_openai, to_anthropic, to_openai
