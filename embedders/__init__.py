@@ -56,7 +56,7 @@ takes :data:`ONNX_EMBEDDER` first and this name when onnxruntime cannot run the 
 ONNX_EMBEDDER = f"onnx:{PACKAGED_MODEL_NAME}"
 """Registry name of the same model, the packaged all-MiniLM-L6-v2, run through onnxruntime: the
 same vectors as :data:`DEFAULT_EMBEDDER` (:func:`same_vectors`; cosine > 0.999, not bit for bit)
-with a cold start of about 0.4 s instead of 5 to 13 s."""
+with a faster cold start (``benchmarks/README.md``, "Embedders")."""
 
 
 def _hashing(dim: str | int = DEFAULT_HASHING_DIM, **kwargs: Any) -> Embedder:

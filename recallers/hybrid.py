@@ -162,12 +162,8 @@ class Fusion:
 
 DEFAULT_FUSION = Fusion(method="z-score", candidates=20, weights={LEG_BM25: 0.75, LEG_VECTOR: 0.25})
 """The fusion a store uses unless told otherwise: a z-score convex combination, BM25 weighing 0.75
-and the vector leg 0.25, each leg read 20 deep. Chosen on half of LoCoMo and SciFact among 132
-settings (every method, BM25 weight 0.3 to 0.8, legs 1 x limit to 100 deep) as the best that puts
-the hybrid at or above the better leg on R@1, R@5, R@10, MRR and nDCG@10 at limit 5 and 10 on
-both sets with legs read at most 20 deep (100 deep cost 21 ms at 100k entries, over the 10 ms
-target), and confirmed on the other half (docs/recall.md#the-default-fusion). ``Fusion()`` with
-no arguments is plain RRF."""
+and the vector leg 0.25, each leg read 20 deep. Chosen on LoCoMo and SciFact; see
+docs/recall.md#the-default-fusion. ``Fusion()`` with no arguments is plain RRF."""
 
 
 def _normalised(method: str, leg: str, raw: Sequence[float]) -> list[float]:
