@@ -119,7 +119,7 @@ def _m005_store_id(conn: sqlite3.Connection) -> None:
 
 def _m006_lexical_doc_freqs(conn: sqlite3.Connection) -> None:
     """Create ``memory_lexical_df`` (agentmemory.stores.sqlite.lexicon) and fill it from the FTS5 index's own counts
-    (one walk of every posting, once per file: 0.4 s at 100k entries). A lexical index recorded as
+    (one walk of every posting, once per file). A lexical index recorded as
     damaged leaves the table empty: ``verify --repair`` rebuilds the index, this table with it
     (docs/storage.md#a-damaged-lexical-index). Raises :class:`LexiconDamaged` when the FTS5
     pages cannot be read; :meth:`SqliteStore._migrate` then records the damage and runs the
