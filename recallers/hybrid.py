@@ -42,7 +42,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Generic, TypeVar
 
-from .errors import UnknownFusionMethodError, check_query
+from .errors import NoLegAnsweredError, UnknownFusionMethodError, check_query
 from .hits import LEG_BM25, LEG_VECTOR, Hit, LegScore
 from .protocol import Keyed, Recaller
 
@@ -55,7 +55,6 @@ __all__ = [
     "THEORETICAL_MINIMUMS",
     "Fusion",
     "HybridRecaller",
-    "NoLegAnsweredError",
     "fuse",
 ]
 
@@ -247,16 +246,6 @@ def fuse(
         )
         for key in ranked[:limit]
     ]
-
-
-class NoLegAnsweredError(RuntimeError):
-    """Every leg of a :class:`HybridRecaller` raised; ``errors`` holds each leg's error by name,
-    and the last one is also the ``__cause__``."""
-
-    def __init__(self, errors: Mapping[str, BaseException]) -> None:
-        self.errors = dict(errors)
-        detail = "; ".join(f"{leg}: {type(e).__name__}: {e}" for leg, e in self.errors.items())
-        super().__init__(f"every recall leg failed ({detail}); fix the first, or use one leg")
 
 
 class HybridRecaller(Generic[KeyedT]):

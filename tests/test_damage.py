@@ -27,15 +27,13 @@ from agentmemory import (
     ChromaStore,
     Entry,
     FileStore,
-    IndexDamagedError,
-    IndexDamagedWarning,
-    IndexOutOfStepWarning,
     SqliteStore,
     StoreIOError,
     open_store,
     tools,
 )
 from agentmemory.cli import main
+from agentmemory.errors import IndexDamagedError, IndexDamagedWarning, IndexOutOfStepWarning
 from agentmemory.opening import open_store_moving_damage
 from agentmemory.stores.chroma.damage import DAMAGED_PREFIX
 from agentmemory.verify import LexicalCheck, check_reindexed, check_store

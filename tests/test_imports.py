@@ -71,6 +71,7 @@ OURS_ON_IMPORT = {
     "agentmemory.wire",
     "embedders",
     "embedders.chroma_adapter",
+    "embedders.errors",
     "embedders.fingerprint",
     "embedders.hashing",
     "embedders.model_folder",
