@@ -504,8 +504,8 @@ def open_hosted_store(
         StoreUnavailableError: the database cannot be reached.
         EmbedderNameError, EmbedderMismatchError: as :func:`agentmemory.open_store`.
     """
+    from .stores.chroma.cursor import IndexStateKeys
     from .stores.chroma.index import store_prefix
-    from .stores.chroma.index_state import IndexStateKeys
     from .stores.chroma.server import connect_url, parse_chroma_address
     from .stores.chroma.store import ChromaStore
 

@@ -41,7 +41,6 @@ OURS_ON_IMPORT = {
     "agentmemory.stores.chroma.follow",
     "agentmemory.stores.chroma.erase",
     "agentmemory.stores.chroma.index_search",
-    "agentmemory.stores.chroma.index_state",
     "agentmemory.stores.chroma.sync",
     "agentmemory.lost_updates",
     "agentmemory.stores.markdown.journal_file",
