@@ -40,7 +40,6 @@ OURS_ON_IMPORT = {
     "agentmemory.stores.chroma.cursor",
     "agentmemory.stores.chroma.follow",
     "agentmemory.stores.chroma.erase",
-    "agentmemory.stores.chroma.index_search",
     "agentmemory.stores.chroma.sync",
     "agentmemory.lost_updates",
     "agentmemory.stores.markdown.journal_file",

@@ -8,15 +8,15 @@ The store composes these parts, one module each (docs/storage.md#the-modules-of-
   protocol, every write, and the index's own state (``store_state``);
 * the vectors, a :class:`~agentmemory.stores.chroma.index.ChromaIndex`: one collection per scope, one
   vector per window of each live entry (docs/storage.md#the-chroma-index, docs/recall.md#windows);
-* :class:`~agentmemory.stores.chroma.sync.IndexSync`: makes the index hold the journal's live state of
-  given keys, and compares the two (:meth:`ChromaStore.verify`);
+* :mod:`agentmemory.stores.chroma.sync`: :class:`~agentmemory.stores.chroma.sync.IndexSync` makes the
+  index hold the journal's live state of given keys, and compares the two
+  (:meth:`ChromaStore.verify`); ``nearest_live`` is vector search checked against the journal;
 * :mod:`agentmemory.stores.chroma.cursor`: the :class:`~agentmemory.stores.chroma.cursor.IndexCursor`,
   how far the index has applied the journal (docs/storage.md#the-index-cursor), the index's keys
   in the journal's state and the rule of which embedder may open it
   (docs/storage.md#the-embedder-fingerprint); and the
   :class:`~agentmemory.stores.chroma.follow.IndexFollower`, which uses it to keep the index in step:
   replay, catch-up, other processes' writes, verify, repair and reindex;
-* :mod:`agentmemory.stores.chroma.index_search`: vector search checked against the journal;
 * :mod:`agentmemory.stores.chroma.erase`: the index's part of a purge;
 * the process-wide registry (:mod:`agentmemory.stores.chroma.clients`): one embedded client and folder
   lock per folder, one cursor per index, shared by the handles of a process
@@ -75,10 +75,9 @@ from .erase import index_copies, scrub_index
 from .folder_lock import DEFAULT_LOCK_TIMEOUT_S
 from .follow import IndexFollower
 from .index import DEFAULT_COLLECTION_PREFIX, ChromaIndex, check_prefix, store_prefix
-from .index_search import nearest_live
 from .journal_source import JournalStore
 from .options import OPTION_NAMES, ChromaStoreOptions
-from .sync import IndexReport, IndexSync, embedding_text
+from .sync import IndexReport, IndexSync, embedding_text, nearest_live
 
 if TYPE_CHECKING:
     from recallers import Reranker
