@@ -35,7 +35,6 @@ OURS_ON_IMPORT = {
     "agentmemory.stores.markdown.entry_file",
     "agentmemory.errors",
     "agentmemory.stores.markdown.store",
-    "agentmemory.stores.chroma.folder_lock",
     "agentmemory.forget_session",
     "agentmemory.stores.chroma.cursor",
     "agentmemory.stores.chroma.follow",

@@ -7,7 +7,7 @@ embedded client's folder: the two indexes never share files, each has its own cu
 journal's ``store_state``). The record, ``DIR/chroma-server/server.json``, holds the server's
 pid, host, port, start time (RFC 3339 UTC) and the chromadb version that started it. A record
 whose process is gone is ignored (with a :class:`~agentmemory.ServerRecordWarning`) and replaced
-by the next start. Starting takes a :class:`~agentmemory.stores.chroma.folder_lock.FolderLock` on
+by the next start. Starting takes a :class:`~agentmemory.stores.chroma.clients.FolderLock` on
 ``DIR/chroma-server`` so that two openers starting at once start one server.
 
 No server of our own is written here: this module only runs, finds, checks and stops
@@ -36,7 +36,7 @@ from urllib.parse import urlsplit
 from agentmemory.errors import ChromaAddressError, ChromaServerError, ServerRecordWarning
 from agentmemory.wire import format_time
 
-from .folder_lock import FolderLock
+from .clients import FolderLock
 
 __all__ = [
     "DEFAULT_CHROMA_PORT",

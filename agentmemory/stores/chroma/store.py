@@ -63,6 +63,7 @@ from recallers import DEFAULT_FUSION, DEFAULT_RERANK_CANDIDATES, BM25Recaller, H
 
 from .clients import (
     CHROMA_FOLDER,
+    DEFAULT_LOCK_TIMEOUT_S,
     IndexKey,
     SharedIndex,
     close_folder,
@@ -72,7 +73,6 @@ from .clients import (
 )
 from .cursor import IndexCursor, IndexStateKeys, check_embedder
 from .erase import index_copies, scrub_index
-from .folder_lock import DEFAULT_LOCK_TIMEOUT_S
 from .follow import IndexFollower
 from .index import DEFAULT_COLLECTION_PREFIX, ChromaIndex, check_prefix, store_prefix
 from .journal_source import JournalStore
