@@ -68,7 +68,7 @@ SERVER_HOST = "127.0.0.1"
 
 START_TIMEOUT_S = 60.0
 """How long :func:`start_server` waits for ``chroma run`` to answer its heartbeat, in seconds
-(it answers in about 1 s on an idle machine, 4 s on a loaded one)."""
+(how long it takes: benchmarks/README.md, "agentmemory/stores/chroma: figures from docstrings")."""
 
 _LOG_FILE = "server.log"
 

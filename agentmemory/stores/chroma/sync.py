@@ -70,11 +70,9 @@ SELF_SEARCH_SAMPLE = 32
 SELF_SEARCH_MIN_FOUND = 1
 """How many of a scope's sample must find themselves (besides none being lost) for the scope to
 count as searchable: one. HNSW search is approximate, and on synthetic data it can miss many
-healthy entries (1,100 hashing vectors of three words, two shared by all, equidistant: Chroma's
-default HNSW found 3 in 30 of them by their own vector, and a rebuild does not change that), so
-misses are reported, not repaired; a scope fails when Chroma cannot read back or
-search a vector it lists (a lost segment file: two thirds of the ids), or when none of its
-sample is found (docs/storage.md#self-queries)."""
+healthy entries (how many, and why a rebuild does not change that: docs/storage.md#self-queries),
+so misses are reported, not repaired; a scope fails when Chroma cannot read back or search a
+vector it lists (a lost segment file), or when none of its sample is found."""
 
 
 def embedding_text(entry: Entry) -> str:

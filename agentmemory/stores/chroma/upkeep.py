@@ -23,7 +23,8 @@ class IndexUpkeep(ChromaCore):
     def verify(self) -> IndexReport:
         """Compare the index with the journal; returns an :class:`IndexReport`.
 
-        Reads every live entry and every vector's metadata (seconds at 100k entries). Writes
+        Reads every live entry and every vector's metadata (its duration: benchmarks/README.md,
+        "agentmemory/stores/chroma: figures from docstrings"). Writes
         made while it runs may show up as missing or stale. Changes nothing.
         """
         self._check_open()
