@@ -504,8 +504,8 @@ def open_hosted_store(
         StoreUnavailableError: the database cannot be reached.
         EmbedderNameError, EmbedderMismatchError: as :func:`agentmemory.open_store`.
     """
+    from .stores.chroma.cursor import IndexStateKeys
     from .stores.chroma.index import store_prefix
-    from .stores.chroma.index_state import IndexStateKeys
     from .stores.chroma.server import connect_url, parse_chroma_address
     from .stores.chroma.store import ChromaStore
 
@@ -545,7 +545,7 @@ def check_index_loads(
 ) -> None:
     """Load the vector index of the store folder ``path`` (``None``: the default folder,
     :func:`store_folder`) in a child process and search each collection
-    once (:func:`agentmemory.stores.chroma.probe.probe_index`); nothing when it has no
+    once (:func:`agentmemory.stores.chroma.damage.probe_index`); nothing when it has no
     ``chroma/``, or when the store is not a folder (``path``, ``format`` and ``dsn`` name its
     journal as :func:`agentmemory.open_store` reads them: :func:`journal_dsn`).
 
@@ -555,7 +555,7 @@ def check_index_loads(
         NoStoreError: ``path`` is a file.
         ValueError: ``dsn`` together with ``path`` or ``format``.
     """
-    from .stores.chroma.probe import probe_index
+    from .stores.chroma.damage import probe_index
 
     if journal_dsn(path, format=format, dsn=dsn) is not None:
         return
