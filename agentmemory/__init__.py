@@ -5,6 +5,10 @@ uses to change and search them; and hybrid recall (BM25 and embeddings fused by 
 of their normalised scores, optionally reranked) behind ``memory_search``. See the README for a
 tour.
 
+``__all__`` is the public face: what a user of the contract needs. Subsystem names (the other
+errors, index reports, purge receipts, kinds' and the manifest's constants, eval) are imported
+from their module (docs/README.md#public-face-and-internal-modules).
+
 Heavy dependencies (torch, sentence-transformers, chromadb) are imported only when first used, so
 ``import agentmemory`` stays fast.
 """
@@ -13,100 +17,34 @@ from __future__ import annotations
 
 from recallers import Hit
 
-from .entries import META_DESCRIPTION, SOURCE_RECONCILED, Change, Entry, content_hash
+from .entries import Change, Entry, content_hash
 from .errors import (
     AgentMemoryError,
     BudgetError,
-    ChromaAddressError,
-    ChromaServerError,
     ConflictError,
-    DataFormatError,
-    DataNotFoundError,
-    DownloadError,
     EmbedderMismatchError,
-    EmbedderNameError,
     EntryTooLargeError,
-    ImportIncompleteError,
-    ImportLineError,
-    IndexDamagedError,
-    IndexDamagedWarning,
-    IndexOutOfStepError,
-    IndexOutOfStepWarning,
-    IndexReadOnlyError,
     IndexWriteError,
     InvalidEntryError,
-    KindPolicyError,
-    ManifestBaseError,
-    ManifestRecordError,
     NoStoreError,
     NotFoundError,
-    RecallModeError,
-    RerankError,
-    ServerRecordWarning,
     StoreFormatError,
     StoreIOError,
     StoreLockedError,
     StoreUnavailableError,
-    ToolConfigError,
 )
 from .forget_session import forget_session
-from .kinds import (
-    DEFAULT_KIND_POLICIES,
-    FALLBACK_KIND_POLICY,
-    KIND_META,
-    KNOWN_KINDS,
-    KindPolicy,
-    KindRegistry,
-    kind_of,
-)
+from .kinds import KindPolicy, KindRegistry
 from .lost_updates import LostUpdate, lost_updates
-from .manifest import (
-    MANIFEST_FOLD_DEPTH,
-    MANIFEST_NS,
-    OMIT_BLOCK,
-    OMIT_BUDGET,
-    OMIT_KIND_LIMIT,
-    OMIT_RECALL_ONLY,
-    Manifest,
-    ManifestEntry,
-    ManifestFold,
-    apply_manifest_record,
-)
+from .manifest import Manifest, ManifestEntry, ManifestFold, apply_manifest_record
 from .opening import default_store_path, open_journal, open_store
-from .purge import ErasureCheck, PurgeReceipt, purge_session
-from .recalled import (
-    DEFAULT_MIN_COSINE,
-    DEFAULT_RECALL_BYTES,
-    DEFAULT_RECALL_LIMIT,
-    RECALLED_PART_ID,
-    RecalledEntry,
-    RecalledManifest,
-    recall_part,
-)
-from .render import (
-    DEFAULT_MAX_TOTAL_BYTES,
-    PART_SEPARATOR,
-    SUMMARY_PART_ID,
-    TITLE_PART_ID,
-    Part,
-    join_parts,
-    neutralise_headings,
-    part_id,
-    render,
-    render_parts,
-)
-from .rules import (
-    DEFAULT_MAX_ENTRY_BYTES,
-    MAX_META_BYTES,
-    MAX_NAME_BYTES,
-    check_entry,
-    matches,
-    valid_name,
-)
+from .purge import purge_session
+from .recalled import RecalledEntry, RecalledManifest, recall_part
+from .render import DEFAULT_MAX_TOTAL_BYTES, Part, render, render_parts
+from .rules import check_entry, valid_name
 from .session import Provenance, current_provenance, current_session, provenance, session
 from .store import EmptyQueryError, Store
-from .stores.chroma.store import ChromaStore, IndexReport
-from .stores.markdown.reconcile import Reconciliation, UnjournaledFile
+from .stores.chroma.store import ChromaStore
 from .stores.markdown.store import FileStore
 from .stores.mem import MemStore
 from .stores.sqlite.store import SqliteStore
@@ -121,80 +59,35 @@ from .tools import (
 from .usage import usage
 
 __all__ = [
-    "DEFAULT_KIND_POLICIES",
-    "DEFAULT_MAX_ENTRY_BYTES",
     "DEFAULT_MAX_TOTAL_BYTES",
-    "DEFAULT_MIN_COSINE",
-    "DEFAULT_RECALL_BYTES",
-    "DEFAULT_RECALL_LIMIT",
     "DEFAULT_SEARCH_BYTES",
     "DEFAULT_SEARCH_LIMIT",
-    "FALLBACK_KIND_POLICY",
-    "KIND_META",
-    "KNOWN_KINDS",
-    "MANIFEST_FOLD_DEPTH",
-    "MANIFEST_NS",
-    "MAX_META_BYTES",
-    "MAX_NAME_BYTES",
-    "META_DESCRIPTION",
-    "OMIT_BLOCK",
-    "OMIT_BUDGET",
-    "OMIT_KIND_LIMIT",
-    "OMIT_RECALL_ONLY",
-    "PART_SEPARATOR",
-    "RECALLED_PART_ID",
-    "SOURCE_RECONCILED",
-    "SUMMARY_PART_ID",
-    "TITLE_PART_ID",
     "AgentMemoryError",
     "BudgetError",
     "Change",
-    "ChromaAddressError",
-    "ChromaServerError",
     "ChromaStore",
     "ConflictError",
-    "DataFormatError",
-    "DataNotFoundError",
-    "DownloadError",
     "EmbedderMismatchError",
-    "EmbedderNameError",
     "EmptyQueryError",
     "Entry",
     "EntryTooLargeError",
-    "ErasureCheck",
     "FileStore",
     "Hit",
-    "ImportIncompleteError",
-    "ImportLineError",
-    "IndexDamagedError",
-    "IndexDamagedWarning",
-    "IndexOutOfStepError",
-    "IndexOutOfStepWarning",
-    "IndexReadOnlyError",
-    "IndexReport",
     "IndexWriteError",
     "InvalidEntryError",
     "KindPolicy",
-    "KindPolicyError",
     "KindRegistry",
     "LostUpdate",
     "Manifest",
-    "ManifestBaseError",
     "ManifestEntry",
     "ManifestFold",
-    "ManifestRecordError",
     "MemStore",
     "NoStoreError",
     "NotFoundError",
     "Part",
     "Provenance",
-    "PurgeReceipt",
-    "RecallModeError",
     "RecalledEntry",
     "RecalledManifest",
-    "Reconciliation",
-    "RerankError",
-    "ServerRecordWarning",
     "SqliteStore",
     "Store",
     "StoreFormatError",
@@ -202,9 +95,7 @@ __all__ = [
     "StoreLockedError",
     "StoreUnavailableError",
     "Tool",
-    "ToolConfigError",
     "ToolResult",
-    "UnjournaledFile",
     "apply_manifest_record",
     "check_entry",
     "content_hash",
@@ -214,14 +105,9 @@ __all__ = [
     "dispatch_anthropic",
     "dispatch_openai",
     "forget_session",
-    "join_parts",
-    "kind_of",
     "lost_updates",
-    "matches",
-    "neutralise_headings",
     "open_journal",
     "open_store",
-    "part_id",
     "provenance",
     "purge_session",
     "recall_part",

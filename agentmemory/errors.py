@@ -6,6 +6,56 @@ text reaches people and, through the tools, the model. Where a builtin fits, the
 from it (``KeyError`` for a missing entry, ``ValueError`` for bad input, ``TimeoutError`` for a held
 lock), so ``except ValueError`` keeps working for callers that know nothing of this library.
 
+The tree (a builtin base in brackets; the root ``agentmemory`` module re-exports the errors a
+caller of the contract catches, the others are imported from here)::
+
+    AgentMemoryError
+        entries and writes
+            NotFoundError            [KeyError]         no live entry scope/name
+            InvalidEntryError        [ValueError]       an entry, scope, name or meta breaks a rule
+            EntryTooLargeError       [ValueError]       content over max_entry_bytes
+            ConflictError                               an if_hash write found another state
+            KindPolicyError          [ValueError]       a kind policy it cannot hold
+        recall
+            EmptyQueryError          [recallers.EmptyQueryError, a ValueError]  an empty query
+            RecallModeError          [ValueError]       an unknown mode, or vectors it lacks
+            RerankError              [ValueError]       a rerank= the store cannot serve
+        render and manifests
+            BudgetError              [ValueError]       a render bound the block cannot meet
+            ManifestBaseError        [ValueError]       a delta on a manifest the reader lacks
+            ManifestRecordError      [ValueError]       a manifest record that does not fold
+        stores and opening them
+            StoreFormatError         [ValueError]       a store file this code cannot read
+            StoreLockedError         [TimeoutError]     another writer held the store
+            StoreUnavailableError    [ConnectionError]  the database server is out of reach
+            StoreIOError             [OSError]          the disk or the OS failed the database
+            NoStoreError             [FileNotFoundError]  no store at the path given
+            EmbedderMismatchError    [ValueError]       another embedder than the vectors' own
+            EmbedderNameError        [ValueError]       an embedder name the registry refuses
+            ChromaServerError        [ConnectionError]  a Chroma server that cannot be used
+                ChromaAddressError   [ValueError]       a missing or malformed server address
+        indexes (derived data; the journal is intact)
+            IndexOutOfStepError                         the vector index misses the journal
+                IndexWriteError                         a write the vector index did not take
+            IndexDamagedError                           an index whose pages or files are damaged
+                IndexReadOnlyError                      a vector index that may not be written
+        JSON Lines import
+            ImportLineError          [ValueError]       a line that is not an entry
+            ImportIncompleteError                       an import that stopped midway
+        evaluation
+            DataNotFoundError        [FileNotFoundError]  a data set in none of the places
+            DataFormatError          [ValueError]       a data file not in its public schema
+            DownloadError            [OSError]          a failed or mismatched download
+        tools
+            ToolConfigError          [ValueError]       scopes or bounds the tools cannot serve
+
+    UserWarning (warnings, not errors: the operation went on)
+        ServerRecordWarning      a recorded Chroma server whose process is gone
+        IndexDamagedWarning      a write that missed the damaged lexical index
+        IndexOutOfStepWarning    a store opened with a vector index behind its journal
+
+The group lines (``entries and writes``, ...) are headings, not classes.
+
 The wording follows the Go module the contract comes from (docs/contract.md#errors).
 
 This module imports nothing else (the import graph's bottom); so ``EmptyQueryError``, which is
@@ -39,6 +89,7 @@ __all__ = [
     "IndexDamagedWarning",
     "IndexOutOfStepError",
     "IndexOutOfStepWarning",
+    "IndexReadOnlyError",
     "IndexWriteError",
     "InvalidEntryError",
     "KindPolicyError",

@@ -15,8 +15,8 @@ docs/storage.md#the-vector-index-over-postgresql). Every Chroma server address i
 :func:`agentmemory.stores.chroma.server.parse_chroma_address`.
 
 The embedder rule (:func:`open_store` with ``embedder=None``, folder or servers): the packaged
-all-MiniLM-L6-v2 run through onnxruntime (:data:`embedders.ONNX_EMBEDDER`: a cold start of about
-0.4 s instead of 5 to 13 s), else through sentence-transformers (:data:`embedders.DEFAULT_EMBEDDER`)
+all-MiniLM-L6-v2 run through onnxruntime (:data:`embedders.ONNX_EMBEDDER`: the faster cold start,
+``benchmarks/README.md``, "Embedders"), else through sentence-transformers (:data:`embedders.DEFAULT_EMBEDDER`)
 when onnxruntime cannot run it here (:func:`choose_embedder`; the two give the same vectors,
 ``embedders.same_vectors``), indexes a new store and opens one indexed with that model by either
 runtime. A store indexed with another model is opened with that
@@ -504,8 +504,8 @@ def open_hosted_store(
         StoreUnavailableError: the database cannot be reached.
         EmbedderNameError, EmbedderMismatchError: as :func:`agentmemory.open_store`.
     """
+    from .stores.chroma.cursor import IndexStateKeys
     from .stores.chroma.index import store_prefix
-    from .stores.chroma.index_state import IndexStateKeys
     from .stores.chroma.server import connect_url, parse_chroma_address
     from .stores.chroma.store import ChromaStore
 
@@ -545,7 +545,7 @@ def check_index_loads(
 ) -> None:
     """Load the vector index of the store folder ``path`` (``None``: the default folder,
     :func:`store_folder`) in a child process and search each collection
-    once (:func:`agentmemory.stores.chroma.probe.probe_index`, about 2 s); nothing when it has no
+    once (:func:`agentmemory.stores.chroma.damage.probe_index`); nothing when it has no
     ``chroma/``, or when the store is not a folder (``path``, ``format`` and ``dsn`` name its
     journal as :func:`agentmemory.open_store` reads them: :func:`journal_dsn`).
 
@@ -555,7 +555,7 @@ def check_index_loads(
         NoStoreError: ``path`` is a file.
         ValueError: ``dsn`` together with ``path`` or ``format``.
     """
-    from .stores.chroma.probe import probe_index
+    from .stores.chroma.damage import probe_index
 
     if journal_dsn(path, format=format, dsn=dsn) is not None:
         return

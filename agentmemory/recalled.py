@@ -57,10 +57,8 @@ DEFAULT_MIN_COSINE = 0.30
 """The cosine similarity (all-MiniLM-L6-v2) a hit's vector leg must reach for the hit to count
 as a signal when no word of the hint matched it (``docs/kinds.md#the-score-floor``).
 
-Measured on 3 LoCoMo conversations (625 question/evidence pairs; 4,320 question/other-turn
-pairs): at 0.30 the evidence turn passes for 48 % of pairs and another turn for 11 %; at 0.25,
-60 % and 17 %; at 0.35, 33 % and 6.5 %. 0.30 is also the host default of the Go package's
-vector floor. The floor is on the leg's raw score, so it does not depend on how legs are fused."""
+Chosen on LoCoMo (pass rates per floor in that section); 0.30 is also the host default of the Go
+package's vector floor. The floor is on the leg's raw score, so it does not depend on how legs are fused."""
 
 _MAX_WIDENING = 64
 _HEADING = "## Recalled for this turn"

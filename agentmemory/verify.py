@@ -92,7 +92,7 @@ def never_journaled(journal: object, keys: Sequence[str]) -> tuple[str, ...]:
 
 def check_lexical(journal: object, *, repair: bool = False) -> LexicalCheck:
     """Check the lexical index of ``journal`` (:meth:`agentmemory.SqliteStore.check_lexical`,
-    about a second per 100k entries); with ``repair`` and problems found, rebuild it
+    which reads the whole file); with ``repair`` and problems found, rebuild it
     (:meth:`~agentmemory.SqliteStore.rebuild_lexical`) and check again. A journal that is not an
     :class:`~agentmemory.SqliteStore` has no lexical index of its own: ``LexicalCheck()``.
 

@@ -91,10 +91,10 @@ from recallers import (  # noqa: E402
     Fusion,
     HybridRecaller,
     VectorRecaller,
-    bm25_idf,
     document_terms,
     query_terms,
 )
+from recallers.bm25 import bm25_idf  # noqa: E402
 
 SCOPE = "bench"
 LIMIT = 10

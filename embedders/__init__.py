@@ -20,32 +20,22 @@ are imported on first use. This package imports nothing else of ours.
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
+import typing
 
-from .chroma_adapter import CHROMA_FUNCTION_NAME, ChromaEmbedder, as_chroma_embedding_function
-from .fingerprint import (
-    INTERCHANGEABLE_RUNTIMES,
-    REQUIRED_MODEL_FIELDS,
-    fingerprint_fields,
-    same_vectors,
-)
+from .chroma_adapter import ChromaEmbedder, as_chroma_embedding_function
+from .errors import EmbedderError, UnknownEmbedderError
+from .fingerprint import INTERCHANGEABLE_RUNTIMES, fingerprint_fields, same_vectors
 from .hashing import DEFAULT_HASHING_DIM, HashingEmbedder
 from .model_folder import PACKAGED_MODEL_NAME, packaged_model_path, weights_digest
 from .onnx_embedder import CACHE_DIR_ENV, OnnxEmbedder, default_cache_dir, export_onnx
 from .protocol import Embedder, l2_normalize
-from .registry import EmbedderFactory, UnknownEmbedderError, get, names, register
+from .registry import EmbedderFactory, get, names, register
 from .sentence_transformer import SentenceTransformerEmbedder
-from .windows import (
-    WHOLE_TEXT,
-    WINDOW_RULE,
-    TokenWindows,
-    Windowed,
-    default_stride,
-    text_windows,
-    token_windows,
-    window_layout,
-)
+from .windows import WHOLE_TEXT, TokenWindows, Windowed, text_windows, token_windows, window_layout
+
+if typing.TYPE_CHECKING:  # annotations only: the package binds no name it does not export
+    from pathlib import Path
+    from typing import Any
 
 DEFAULT_EMBEDDER = f"sentence-transformers:{PACKAGED_MODEL_NAME}"
 """Registry name of the default model, the packaged all-MiniLM-L6-v2 (384 dimensions), run
@@ -56,7 +46,7 @@ takes :data:`ONNX_EMBEDDER` first and this name when onnxruntime cannot run the 
 ONNX_EMBEDDER = f"onnx:{PACKAGED_MODEL_NAME}"
 """Registry name of the same model, the packaged all-MiniLM-L6-v2, run through onnxruntime: the
 same vectors as :data:`DEFAULT_EMBEDDER` (:func:`same_vectors`; cosine > 0.999, not bit for bit)
-with a cold start of about 0.4 s instead of 5 to 13 s."""
+with a faster cold start (``benchmarks/README.md``, "Embedders")."""
 
 
 def _hashing(dim: str | int = DEFAULT_HASHING_DIM, **kwargs: Any) -> Embedder:
@@ -85,17 +75,15 @@ register(ONNX_EMBEDDER, _onnx)
 
 __all__ = [
     "CACHE_DIR_ENV",
-    "CHROMA_FUNCTION_NAME",
     "DEFAULT_EMBEDDER",
     "DEFAULT_HASHING_DIM",
     "INTERCHANGEABLE_RUNTIMES",
     "ONNX_EMBEDDER",
     "PACKAGED_MODEL_NAME",
-    "REQUIRED_MODEL_FIELDS",
     "WHOLE_TEXT",
-    "WINDOW_RULE",
     "ChromaEmbedder",
     "Embedder",
+    "EmbedderError",
     "EmbedderFactory",
     "HashingEmbedder",
     "OnnxEmbedder",
@@ -105,7 +93,6 @@ __all__ = [
     "Windowed",
     "as_chroma_embedding_function",
     "default_cache_dir",
-    "default_stride",
     "export_onnx",
     "fingerprint_fields",
     "get",

@@ -91,7 +91,7 @@ def weights_digest(folder: Path) -> str:
     """``"sha256:<hex>"`` over the relative paths and bytes of ``weight_files(folder)``, in order.
 
     Cached per process by path, size and modification time, so a second call costs a ``stat``.
-    Reads about 90 MB (0.1 to 0.5 s) for all-MiniLM-L6-v2 the first time. Raises
+    Reads every weight file (about 90 MB for all-MiniLM-L6-v2) the first time. Raises
     ``FileNotFoundError`` when ``folder`` holds no weight file.
     """
     files = weight_files(folder)

@@ -13,9 +13,10 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from .errors import UnknownEmbedderError
 from .protocol import Embedder
 
-__all__ = ["EmbedderFactory", "UnknownEmbedderError", "get", "names", "register"]
+__all__ = ["EmbedderFactory", "get", "names", "register"]
 
 EmbedderFactory = Callable[..., Embedder]
 """Builds an embedder. Called as ``factory(**kwargs)`` for an exact name, and as
@@ -23,26 +24,6 @@ EmbedderFactory = Callable[..., Embedder]
 
 _lock = threading.Lock()
 _factories: dict[str, EmbedderFactory] = {}
-
-
-class UnknownEmbedderError(KeyError):
-    """No embedder is registered under ``name``. ``known`` lists the registered names, sorted.
-
-    A ``KeyError`` so that ``except KeyError`` catches it; ``str()`` gives the whole message.
-    """
-
-    def __init__(self, name: str, known: list[str]) -> None:
-        self.name = name
-        self.known = known
-        self.message = (
-            f"no embedder is registered as {name!r}; known: {', '.join(known) or '(none)'}; "
-            f"a family name takes an argument as '<family>:<argument>' (e.g. 'hashing:512'), "
-            f"or register one with embedders.register(name, factory)"
-        )
-        super().__init__(self.message)
-
-    def __str__(self) -> str:
-        return self.message
 
 
 def register(name: str, factory: EmbedderFactory, *, replace: bool = False) -> None:

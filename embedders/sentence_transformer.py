@@ -22,8 +22,7 @@ DEFAULT_BATCH_SIZE = 32
 """Texts per forward pass (sentence-transformers' own default)."""
 
 DEFAULT_THREADS = 1
-"""Torch intra-op threads. One was fastest on the shared 2-core machine this was measured on
-(two threads were slower under load; docs/recall.md#threads)."""
+"""Torch intra-op threads (docs/recall.md#threads)."""
 
 
 class SentenceTransformerEmbedder:
@@ -113,8 +112,8 @@ class SentenceTransformerEmbedder:
     def fingerprint(self) -> str:
         """``"<name>;dim=<dim>;weights=sha256:<hex>;max_seq_length=<n>"``.
 
-        For a local folder the digest covers its weight files (read once, about 0.3 s, no torch
-        import); for a hub id it covers the loaded parameters' bytes (loads the model).
+        For a local folder the digest covers its weight files (read once, no torch import); for
+        a hub id it covers the loaded parameters' bytes (loads the model).
         """
         if self._fingerprint is None:
             if self._folder is not None:

@@ -31,64 +31,27 @@ and sentence-transformers on a cross-encoder's first ``rerank``.
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
+import typing
 
-from .bm25 import (
-    DEFAULT_B,
-    DEFAULT_K1,
-    IDF_FLOOR,
-    BM25Index,
-    BM25Recaller,
-    bm25_idf,
-    document_terms,
-)
-from .cross_encoder import (
-    DEFAULT_RERANK_BATCH_SIZE,
-    DEFAULT_RERANK_THREADS,
-    CrossEncoderReranker,
-    RerankerFolderError,
-)
+from .bm25 import DEFAULT_B, DEFAULT_K1, IDF_FLOOR, BM25Index, BM25Recaller, document_terms
+from .cross_encoder import CrossEncoderReranker
 from .errors import (
-    EMPTY_QUERY_MESSAGE,
     EmptyQueryError,
+    NoLegAnsweredError,
     Query,
+    RecallerError,
+    RerankerFolderError,
     UnknownChoiceError,
     UnknownFusionMethodError,
+    UnknownRerankerError,
     check_query,
 )
-from .hits import (
-    LEG_BM25,
-    LEG_VECTOR,
-    NEGLIGIBLE_BM25,
-    NEGLIGIBLE_BM25_NOTE,
-    Hit,
-    LegScore,
-    ranked_hits,
-    shown_score,
-)
-from .hybrid import (
-    DEFAULT_CANDIDATES,
-    DEFAULT_DEPTH,
-    DEFAULT_FUSION,
-    DEFAULT_RRF_K,
-    FUSION_METHODS,
-    THEORETICAL_MINIMUMS,
-    Fusion,
-    HybridRecaller,
-    NoLegAnsweredError,
-    fuse,
-)
+from .hits import LEG_BM25, LEG_VECTOR, NEGLIGIBLE_BM25, Hit, LegScore, ranked_hits, shown_score
+from .hybrid import DEFAULT_DEPTH, DEFAULT_FUSION, FUSION_METHODS, Fusion, HybridRecaller, fuse
 from .lexical_query import MAX_QUERY_BYTES, MAX_QUERY_TERMS, query_terms
 from .protocol import Document, Keyed, LexicalSource, Recaller, Reranker, VectorSource
-from .rerank import DEFAULT_RERANK_CANDIDATES, RerankedRecaller, rerank_text
-from .reranker_registry import (
-    RerankerFactory,
-    UnknownRerankerError,
-    get_reranker,
-    register_reranker,
-    reranker_names,
-)
+from .rerank import DEFAULT_RERANK_CANDIDATES, RerankedRecaller
+from .reranker_registry import RerankerFactory, get_reranker, register_reranker, reranker_names
 from .tokenizer import (
     DEFAULT_TOKENIZER,
     ENGLISH_STOPWORDS,
@@ -98,7 +61,11 @@ from .tokenizer import (
     tokenize,
 )
 from .vector import ExactVectorIndex, VectorRecaller
-from .vector_query import BYTES_PER_WORD_PIECE, WINDOWLESS_PIECES, vector_query, vector_query_bytes
+from .vector_query import vector_query
+
+if typing.TYPE_CHECKING:  # annotations only: the package binds no name it does not export
+    from pathlib import Path
+    from typing import Any
 
 
 def _cross_encoder(folder: str | Path, **kwargs: Any) -> Reranker:
@@ -108,18 +75,12 @@ def _cross_encoder(folder: str | Path, **kwargs: Any) -> Reranker:
 register_reranker("cross-encoder", _cross_encoder, argument="<folder>")
 
 __all__ = [
-    "BYTES_PER_WORD_PIECE",
     "DEFAULT_B",
-    "DEFAULT_CANDIDATES",
     "DEFAULT_DEPTH",
     "DEFAULT_FUSION",
     "DEFAULT_K1",
-    "DEFAULT_RERANK_BATCH_SIZE",
     "DEFAULT_RERANK_CANDIDATES",
-    "DEFAULT_RERANK_THREADS",
-    "DEFAULT_RRF_K",
     "DEFAULT_TOKENIZER",
-    "EMPTY_QUERY_MESSAGE",
     "ENGLISH_STOPWORDS",
     "FUSION_METHODS",
     "IDF_FLOOR",
@@ -128,10 +89,7 @@ __all__ = [
     "MAX_QUERY_BYTES",
     "MAX_QUERY_TERMS",
     "NEGLIGIBLE_BM25",
-    "NEGLIGIBLE_BM25_NOTE",
-    "THEORETICAL_MINIMUMS",
     "TOKENIZER_VERSION",
-    "WINDOWLESS_PIECES",
     "BM25Index",
     "BM25Recaller",
     "CrossEncoderReranker",
@@ -147,6 +105,7 @@ __all__ = [
     "NoLegAnsweredError",
     "Query",
     "Recaller",
+    "RecallerError",
     "RerankedRecaller",
     "Reranker",
     "RerankerFactory",
@@ -157,7 +116,6 @@ __all__ = [
     "UnknownRerankerError",
     "VectorRecaller",
     "VectorSource",
-    "bm25_idf",
     "check_query",
     "document_terms",
     "fuse",
@@ -165,11 +123,9 @@ __all__ = [
     "query_terms",
     "ranked_hits",
     "register_reranker",
-    "rerank_text",
     "reranker_names",
     "shown_score",
     "stemmer_languages",
     "tokenize",
     "vector_query",
-    "vector_query_bytes",
 ]

@@ -18,11 +18,12 @@ import numpy.typing as npt
 
 from embedders.torch_runtime import import_torch
 
+from .errors import RerankerFolderError
+
 __all__ = [
     "DEFAULT_RERANK_BATCH_SIZE",
     "DEFAULT_RERANK_THREADS",
     "CrossEncoderReranker",
-    "RerankerFolderError",
 ]
 
 DEFAULT_RERANK_BATCH_SIZE = 32
@@ -30,25 +31,6 @@ DEFAULT_RERANK_BATCH_SIZE = 32
 
 DEFAULT_RERANK_THREADS = 1
 """Torch intra-op threads, as the embedders use (docs/recall.md#threads)."""
-
-
-class RerankerFolderError(ValueError):
-    """A cross-encoder was asked for by something that is not a local model folder (a hub name,
-    a missing path, a file, a folder without ``config.json``); nothing was loaded or downloaded.
-
-    Attributes:
-        path: the value given.
-        reason: what is wrong with it.
-    """
-
-    def __init__(self, path: str, reason: str) -> None:
-        self.path = path
-        self.reason = reason
-        super().__init__(
-            f"cross-encoder model {path!r} {reason}; a reranker loads only from a local folder "
-            "holding a model's config.json, weights and tokenizer (never a hub name: nothing is "
-            "downloaded)"
-        )
 
 
 class CrossEncoderReranker:

@@ -1,15 +1,35 @@
-"""The errors recallers raise on purpose."""
+"""The errors recallers raise on purpose, under one root, :class:`RecallerError`.
+
+Each also derives from the builtin that fits (``ValueError`` for a bad value, ``RuntimeError``
+for a recall no leg could answer), so ``except ValueError`` keeps working for callers that know
+nothing of this package. The tree::
+
+    RecallerError
+        EmptyQueryError            (ValueError) a query that is empty or only white space
+        UnknownChoiceError         (ValueError) a named choice that is not a known one
+            UnknownFusionMethodError          a Fusion.method not in FUSION_METHODS
+            UnknownRerankerError              a reranker name nothing is registered as
+        RerankerFolderError        (ValueError) a cross-encoder that is not a local model folder
+        NoLegAnsweredError       (RuntimeError) every leg of a HybridRecaller raised
+
+``agentmemory.EmptyQueryError`` derives from :class:`EmptyQueryError` (and from
+``agentmemory.errors.AgentMemoryError``). This module imports nothing else of ours.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 __all__ = [
     "EMPTY_QUERY_MESSAGE",
     "EmptyQueryError",
+    "NoLegAnsweredError",
     "Query",
+    "RecallerError",
+    "RerankerFolderError",
     "UnknownChoiceError",
     "UnknownFusionMethodError",
+    "UnknownRerankerError",
     "check_query",
 ]
 
@@ -17,7 +37,11 @@ EMPTY_QUERY_MESSAGE = "query is empty; give one or more words"
 """The message of :class:`EmptyQueryError` (``agentmemory.EmptyQueryError`` uses it too)."""
 
 
-class EmptyQueryError(ValueError):
+class RecallerError(Exception):
+    """Root of every error recallers raises on purpose (the tree is in the module docstring)."""
+
+
+class EmptyQueryError(RecallerError, ValueError):
     """A query that is empty or only white space; nothing was searched.
 
     ``agentmemory.EmptyQueryError`` derives from it, so ``except recallers.EmptyQueryError``
@@ -62,7 +86,7 @@ def check_query(query: object) -> Query:
     return Query(query)
 
 
-class UnknownChoiceError(ValueError):
+class UnknownChoiceError(RecallerError, ValueError):
     """A named choice (a fusion method, a reranker) that is not one of the known ones.
 
     Attributes:
@@ -84,3 +108,46 @@ class UnknownFusionMethodError(UnknownChoiceError):
 
     def __init__(self, value: object, choices: Sequence[str]) -> None:
         super().__init__("fusion method", value, choices)
+
+
+class UnknownRerankerError(UnknownChoiceError):
+    """No reranker is registered under the name given; the message names the value and the
+    choices (a family shown as ``"<family>:<argument>"``). A ``ValueError``.
+
+    Attributes:
+        field: ``"reranker"``.
+        value: the name given.
+        choices: the registered names, sorted.
+    """
+
+    def __init__(self, name: str, known: list[str]) -> None:
+        super().__init__("reranker", name, known)
+
+
+class RerankerFolderError(RecallerError, ValueError):
+    """A cross-encoder was asked for by something that is not a local model folder (a hub name,
+    a missing path, a file, a folder without ``config.json``); nothing was loaded or downloaded.
+
+    Attributes:
+        path: the value given.
+        reason: what is wrong with it.
+    """
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(
+            f"cross-encoder model {path!r} {reason}; a reranker loads only from a local folder "
+            "holding a model's config.json, weights and tokenizer (never a hub name: nothing is "
+            "downloaded)"
+        )
+
+
+class NoLegAnsweredError(RecallerError, RuntimeError):
+    """Every leg of a :class:`HybridRecaller` raised; ``errors`` holds each leg's error by name,
+    and the last one is also the ``__cause__``."""
+
+    def __init__(self, errors: Mapping[str, BaseException]) -> None:
+        self.errors = dict(errors)
+        detail = "; ".join(f"{leg}: {type(e).__name__}: {e}" for leg, e in self.errors.items())
+        super().__init__(f"every recall leg failed ({detail}); fix the first, or use one leg")

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Generic, TypeVar
 
-from .errors import UnknownFusionMethodError, check_query
+from .errors import NoLegAnsweredError, UnknownFusionMethodError, check_query
 from .hits import LEG_BM25, LEG_VECTOR, Hit, LegScore
 from .protocol import Keyed, Recaller
 
@@ -55,7 +55,6 @@ __all__ = [
     "THEORETICAL_MINIMUMS",
     "Fusion",
     "HybridRecaller",
-    "NoLegAnsweredError",
     "fuse",
 ]
 
@@ -162,12 +161,8 @@ class Fusion:
 
 DEFAULT_FUSION = Fusion(method="z-score", candidates=20, weights={LEG_BM25: 0.75, LEG_VECTOR: 0.25})
 """The fusion a store uses unless told otherwise: a z-score convex combination, BM25 weighing 0.75
-and the vector leg 0.25, each leg read 20 deep. Chosen on half of LoCoMo and SciFact among 132
-settings (every method, BM25 weight 0.3 to 0.8, legs 1 x limit to 100 deep) as the best that puts
-the hybrid at or above the better leg on R@1, R@5, R@10, MRR and nDCG@10 at limit 5 and 10 on
-both sets with legs read at most 20 deep (100 deep cost 21 ms at 100k entries, over the 10 ms
-target), and confirmed on the other half (docs/recall.md#the-default-fusion). ``Fusion()`` with
-no arguments is plain RRF."""
+and the vector leg 0.25, each leg read 20 deep. Chosen on LoCoMo and SciFact; see
+docs/recall.md#the-default-fusion. ``Fusion()`` with no arguments is plain RRF."""
 
 
 def _normalised(method: str, leg: str, raw: Sequence[float]) -> list[float]:
@@ -251,16 +246,6 @@ def fuse(
         )
         for key in ranked[:limit]
     ]
-
-
-class NoLegAnsweredError(RuntimeError):
-    """Every leg of a :class:`HybridRecaller` raised; ``errors`` holds each leg's error by name,
-    and the last one is also the ``__cause__``."""
-
-    def __init__(self, errors: Mapping[str, BaseException]) -> None:
-        self.errors = dict(errors)
-        detail = "; ".join(f"{leg}: {type(e).__name__}: {e}" for leg, e in self.errors.items())
-        super().__init__(f"every recall leg failed ({detail}); fix the first, or use one leg")
 
 
 class HybridRecaller(Generic[KeyedT]):

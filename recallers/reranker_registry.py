@@ -14,12 +14,11 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from .errors import UnknownChoiceError
+from .errors import UnknownRerankerError
 from .protocol import Reranker
 
 __all__ = [
     "RerankerFactory",
-    "UnknownRerankerError",
     "get_reranker",
     "register_reranker",
     "reranker_names",
@@ -32,20 +31,6 @@ RerankerFactory = Callable[..., Reranker]
 _lock = threading.Lock()
 _factories: dict[str, RerankerFactory] = {}
 _arguments: dict[str, str] = {}  # name -> what its argument is, for the choices shown
-
-
-class UnknownRerankerError(UnknownChoiceError):
-    """No reranker is registered under the name given; the message names the value and the
-    choices (a family shown as ``"<family>:<argument>"``). A ``ValueError``.
-
-    Attributes:
-        field: ``"reranker"``.
-        value: the name given.
-        choices: the registered names, sorted.
-    """
-
-    def __init__(self, name: str, known: list[str]) -> None:
-        super().__init__("reranker", name, known)
 
 
 def register_reranker(

@@ -22,11 +22,8 @@
    included); CJK bigrams and terms holding a digit or a connector are never stemmed.
 
 The defaults (English stopwords and English Snowball stemming) are what a BM25 baseline usually
-runs with (Anserini's and Lucene's English analyzers: Porter-family stemming plus a stopword list),
-and they measured best here for BM25 alone and for the hybrid, on both evaluation sets and on both
-halves of each (``benchmarks/README.md``, "Recall quality"): stemming raised BM25's Recall@10 on
-LoCoMo from 0.606 to 0.664 and its nDCG@10 on SciFact from 0.676 to 0.691
-(docs/recall.md#stemming-and-stopwords).
+runs with (Anserini's and Lucene's English analyzers: Porter-family stemming plus a stopword list).
+Chosen on LoCoMo and SciFact; see docs/recall.md#stemming-and-stopwords.
 
 A tokenizer never raises on a ``str``: ``"C++"``, ``"(foo"``, an unterminated quote, emoji and
 10 KB of punctuation all give a (possibly empty) list. Terms never contain white space or a double
@@ -112,7 +109,7 @@ def _mark_class() -> str:
 @functools.cache
 def _scan() -> re.Pattern[str]:
     """The scanner: a CJK run, or a chunk: word characters other than ``_`` and CJK, each
-    followed by any combining marks, joined by connectors. Built on first use (about 20 ms)."""
+    followed by any combining marks, joined by connectors. Built on first use (docs/recall.md#combining-marks)."""
     word = rf"[^\W_{_CJK}]+[{_mark_class()}]*"
     return re.compile(rf"(?P<cjk>[{_CJK}]+)|(?P<chunk>(?:{word})+(?:[{_CONNECTORS}]+(?:{word})+)*)")
 

@@ -95,7 +95,7 @@ class ExactVectorIndex(Generic[KeyedT]):
     """Brute-force cosine search over unit vectors held in numpy, one matrix per scope.
 
     A search multiplies the ``(n, dim)`` float32 matrix of each requested scope by the query
-    (about 20 ms at 100k x 384 on one thread here) and keeps the best ``limit`` with
+    (its cost at 100k entries: ``benchmarks/README.md``, "Recall") and keeps the best ``limit`` with
     ``argpartition``; it is exact. :meth:`put` and :meth:`remove` cost O(dim) (a removed row is
     replaced by the last one; the matrix grows by doubling). Not safe for concurrent use.
 

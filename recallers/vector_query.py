@@ -2,7 +2,7 @@
 
 An embedding model reads a text's first ``max_seq_length`` word pieces (256 for all-MiniLM-L6-v2),
 but its tokenizer splits the whole text into word pieces before it truncates them, so the cost of
-a query grows with its length (a 10 MB query took 28 s with MiniLM). :func:`vector_query` cuts the
+a query grows with its length. :func:`vector_query` cuts the
 text first, to :func:`vector_query_bytes` bytes (UTF-8; a character cut in two at the end is
 dropped): :data:`BYTES_PER_WORD_PIECE` bytes for each word piece of the embedder's window, or the
 default model's window for an embedder without one (the hashing embedder). The bound and its

@@ -21,14 +21,8 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from agentmemory import (
-    ChromaStore,
-    EmbedderMismatchError,
-    Entry,
-    IndexOutOfStepWarning,
-    IndexWriteError,
-    content_hash,
-)
+from agentmemory import ChromaStore, EmbedderMismatchError, Entry, IndexWriteError, content_hash
+from agentmemory.errors import IndexOutOfStepWarning
 from agentmemory.stores.chroma import store as chroma_store_module
 from agentmemory.stores.chroma.index import ChromaIndex, IndexRow
 from embedders import HashingEmbedder

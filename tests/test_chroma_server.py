@@ -19,7 +19,7 @@ import pytest
 from chroma_store_cases import CASES, DIM, Backend, embed, indexed_cosine, keys
 
 from agentmemory import ChromaStore, Entry, Store
-from agentmemory.stores.chroma.folder_lock import LOCK_FILE_NAME
+from agentmemory.stores.chroma.clients import LOCK_FILE_NAME
 from agentmemory.testing import CASES as CONFORMANCE_CASES
 from agentmemory.testing import Harness
 from embedders import HashingEmbedder

@@ -27,15 +27,13 @@ from agentmemory import (
     ChromaStore,
     Entry,
     FileStore,
-    IndexDamagedError,
-    IndexDamagedWarning,
-    IndexOutOfStepWarning,
     SqliteStore,
     StoreIOError,
     open_store,
     tools,
 )
 from agentmemory.cli import main
+from agentmemory.errors import IndexDamagedError, IndexDamagedWarning, IndexOutOfStepWarning
 from agentmemory.opening import open_store_moving_damage
 from agentmemory.stores.chroma.damage import DAMAGED_PREFIX
 from agentmemory.verify import LexicalCheck, check_reindexed, check_store
@@ -46,6 +44,19 @@ def fill(store: SqliteStore | ChromaStore, n: int = 300) -> None:
     store.put_many(
         [Entry("user", f"n-{i}", f"note {i} about zebras and lions, day {i}") for i in range(n)]
     )
+
+
+def fill_varied(store: ChromaStore, n: int) -> None:
+    """``n`` entries of 8 words each drawn from 400 (seeded), none of them "fresh" or "zebra".
+
+    For a test that asks the vector leg for one entry: under the hashing embedder the notes
+    :func:`fill` writes are near-copies of each other, and an entry orthogonal to all of them
+    is left without in-links by HNSW's neighbour pruning (Malkov and Yashunin 2018,
+    algorithm 4) in about one graph of 40 (chroma rebuilds the graph with new random levels at
+    each open), which no real history looks like."""
+    rng = random.Random(7)
+    words = [f"w{j}" for j in range(400)]
+    store.put_many([Entry("user", f"n-{i}", " ".join(rng.sample(words, 8))) for i in range(n)])
 
 
 def garble_lexical_pages(db: Path) -> list[int]:
@@ -292,7 +303,7 @@ def test_a_damaged_vector_index_takes_writes_and_is_moved_aside_and_rebuilt(
 ) -> None:
     folder = tmp_path / "store"
     with ChromaStore.open(folder, embedder=HashingEmbedder(256)) as st:
-        fill(st, 100)
+        fill_varied(st, 100)
     index = folder / "chroma" / "chroma.sqlite3"
     size = index.stat().st_size
     if damage == "truncated":

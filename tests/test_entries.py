@@ -21,9 +21,9 @@ from agentmemory import (
     NotFoundError,
     check_entry,
     content_hash,
-    matches,
     valid_name,
 )
+from agentmemory.rules import matches
 from agentmemory.wire import decode_change, encode_change, format_time, go_quote, parse_time
 
 VALID = ["a", "style", "a-b-c", "a1-2b", "0", "a" * 64]

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from agentmemory import DataNotFoundError, Entry, check_entry
+from agentmemory import Entry, check_entry
+from agentmemory.errors import DataNotFoundError
 from agentmemory.eval import (
     BEIR_MAX_ENTRY_BYTES,
     TurnFormat,

@@ -14,7 +14,7 @@ from typing import ClassVar
 
 import pytest
 
-from agentmemory import DataNotFoundError, DownloadError
+from agentmemory.errors import DataNotFoundError, DownloadError
 from agentmemory.eval import download, fetch_dataset, find_data, load_locomo, locate_data
 
 BODY = b'[{"sample_id": "conv-1", "conversation": {}, "qa": []}]\n' * 2000  # ~110 KB

@@ -14,15 +14,9 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentmemory import (
-    AgentMemoryError,
-    Entry,
-    ImportIncompleteError,
-    ImportLineError,
-    SqliteStore,
-    StoreIOError,
-)
+from agentmemory import AgentMemoryError, Entry, SqliteStore, StoreIOError
 from agentmemory.cli import main
+from agentmemory.errors import ImportIncompleteError, ImportLineError
 from agentmemory.jsonl import export_entries, export_file, import_entries, read_entries
 
 # Every character Python's str.splitlines() breaks on besides "\n": what a reader that splits on

@@ -12,15 +12,10 @@ from typing import Any
 import pytest
 
 from agentmemory import (
-    FALLBACK_KIND_POLICY,
-    OMIT_BUDGET,
-    OMIT_KIND_LIMIT,
-    OMIT_RECALL_ONLY,
     ChromaStore,
     Entry,
     FileStore,
     KindPolicy,
-    KindPolicyError,
     KindRegistry,
     Manifest,
     ManifestEntry,
@@ -28,11 +23,13 @@ from agentmemory import (
     SqliteStore,
     Store,
     apply_manifest_record,
-    kind_of,
     render,
     render_parts,
     tools,
 )
+from agentmemory.errors import KindPolicyError
+from agentmemory.kinds import FALLBACK_KIND_POLICY, kind_of
+from agentmemory.manifest import OMIT_BUDGET, OMIT_KIND_LIMIT, OMIT_RECALL_ONLY
 from embedders import HashingEmbedder
 
 

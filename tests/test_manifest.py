@@ -13,21 +13,17 @@ from pathlib import Path
 import pytest
 
 from agentmemory import (
-    MANIFEST_FOLD_DEPTH,
-    MANIFEST_NS,
-    OMIT_BLOCK,
-    OMIT_BUDGET,
     Entry,
     Manifest,
-    ManifestBaseError,
     ManifestEntry,
     ManifestFold,
-    ManifestRecordError,
     MemStore,
     apply_manifest_record,
     content_hash,
     render,
 )
+from agentmemory.errors import ManifestBaseError, ManifestRecordError
+from agentmemory.manifest import MANIFEST_FOLD_DEPTH, MANIFEST_NS, OMIT_BLOCK, OMIT_BUDGET
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "render"
 

@@ -21,10 +21,10 @@ from agentmemory import (
     SqliteStore,
     Store,
     apply_manifest_record,
-    neutralise_headings,
     recall_part,
     render,
 )
+from agentmemory.render import neutralise_headings
 from embedders import HashingEmbedder
 
 FORGED = (

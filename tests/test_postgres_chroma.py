@@ -18,15 +18,8 @@ import pytest
 from pg_cluster import Cluster
 from test_chroma_server import client, free_port, server_port  # noqa: F401 (fixtures: one server)
 
-from agentmemory import (
-    ChromaAddressError,
-    ChromaServerError,
-    ChromaStore,
-    Entry,
-    lost_updates,
-    open_journal,
-    open_store,
-)
+from agentmemory import ChromaStore, Entry, lost_updates, open_journal, open_store
+from agentmemory.errors import ChromaAddressError, ChromaServerError
 from agentmemory.stores.postgres.store import PostgresStore
 from agentmemory.testing import CASES, Harness
 from embedders import HashingEmbedder

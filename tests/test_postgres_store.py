@@ -34,12 +34,12 @@ from agentmemory import (
     Change,
     Entry,
     EntryTooLargeError,
-    RecallModeError,
     StoreFormatError,
     StoreLockedError,
     StoreUnavailableError,
     lost_updates,
 )
+from agentmemory.errors import RecallModeError
 from agentmemory.stores.postgres.lexicon import PgBM25Index
 from agentmemory.stores.postgres.store import PG_MIGRATIONS, PostgresStore, dsn_where
 from agentmemory.testing import CASES, Harness

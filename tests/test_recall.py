@@ -21,15 +21,8 @@ import pytest
 
 import agentmemory
 import recallers
-from agentmemory import (
-    EmptyQueryError,
-    Entry,
-    Hit,
-    InvalidEntryError,
-    MemStore,
-    RecallModeError,
-    SqliteStore,
-)
+from agentmemory import EmptyQueryError, Entry, Hit, InvalidEntryError, MemStore, SqliteStore
+from agentmemory.errors import RecallModeError
 from agentmemory.store import recall_entries
 from embedders import DEFAULT_EMBEDDER, Embedder, HashingEmbedder
 from recallers import (

@@ -13,9 +13,6 @@ import pytest
 from mcp import Client
 
 from agentmemory import (
-    DEFAULT_MIN_COSINE,
-    OMIT_BUDGET,
-    RECALLED_PART_ID,
     BudgetError,
     ChromaStore,
     Entry,
@@ -28,7 +25,9 @@ from agentmemory import (
     recall_part,
     render,
 )
+from agentmemory.manifest import OMIT_BUDGET
 from agentmemory.mcp_server import RECALL_PROMPT, MemoryServer
+from agentmemory.recalled import DEFAULT_MIN_COSINE, RECALLED_PART_ID
 from embedders import HashingEmbedder
 
 

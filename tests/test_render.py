@@ -22,22 +22,18 @@ from hypothesis import strategies as st
 
 from agentmemory import (
     DEFAULT_MAX_TOTAL_BYTES,
-    OMIT_BUDGET,
-    PART_SEPARATOR,
-    SUMMARY_PART_ID,
-    TITLE_PART_ID,
     BudgetError,
     Entry,
     InvalidEntryError,
     Manifest,
     MemStore,
     Part,
-    join_parts,
-    part_id,
     render,
     render_parts,
     usage,
 )
+from agentmemory.manifest import OMIT_BUDGET
+from agentmemory.render import PART_SEPARATOR, SUMMARY_PART_ID, TITLE_PART_ID, join_parts, part_id
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "render"
 

@@ -16,8 +16,9 @@ import pytest
 from click.testing import CliRunner
 from conftest import need_shared_data
 
-from agentmemory import ChromaStore, Entry, RerankError
+from agentmemory import ChromaStore, Entry
 from agentmemory.cli import main
+from agentmemory.errors import RerankError
 from embedders import HashingEmbedder, packaged_model_path
 from recallers import (
     BM25Index,
@@ -29,9 +30,9 @@ from recallers import (
     UnknownChoiceError,
     UnknownRerankerError,
     get_reranker,
-    rerank_text,
     reranker_names,
 )
+from recallers.rerank import rerank_text
 
 TOKENIZER_FILES = (
     "tokenizer.json",

@@ -20,13 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from agentmemory import (
-    ChromaServerError,
-    ChromaStore,
-    Entry,
-    ServerRecordWarning,
-    open_store,
-)
+from agentmemory import ChromaStore, Entry, open_store
+from agentmemory.errors import ChromaServerError, ServerRecordWarning
 from agentmemory.stores.chroma.server import SERVER_FOLDER, SERVER_RECORD, read_record, stop_server
 from embedders import HashingEmbedder
 

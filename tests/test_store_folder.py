@@ -8,14 +8,8 @@ from pathlib import Path
 import pytest
 
 import agentmemory
-from agentmemory import (
-    EmbedderMismatchError,
-    EmbedderNameError,
-    Entry,
-    NoStoreError,
-    open_journal,
-    open_store,
-)
+from agentmemory import EmbedderMismatchError, Entry, NoStoreError, open_journal, open_store
+from agentmemory.errors import EmbedderNameError
 from embedders import HashingEmbedder
 
 
@@ -130,7 +124,7 @@ def test_a_chroma_server_address_is_host_port_or_a_url(address: str, url: str) -
     ],
 )
 def test_a_bad_chroma_server_address_is_one_error_naming_it(address: str, problem: str) -> None:
-    from agentmemory import ChromaAddressError, ChromaServerError
+    from agentmemory.errors import ChromaAddressError, ChromaServerError
     from agentmemory.stores.chroma.server import parse_chroma_address
 
     with pytest.raises(ChromaAddressError) as caught:
@@ -144,7 +138,7 @@ def test_a_bad_chroma_server_address_is_one_error_naming_it(address: str, proble
 
 
 def test_a_password_in_a_bad_address_is_not_repeated() -> None:
-    from agentmemory import ChromaAddressError
+    from agentmemory.errors import ChromaAddressError
     from agentmemory.stores.chroma.server import parse_chroma_address
 
     with pytest.raises(ChromaAddressError) as caught:
@@ -153,7 +147,7 @@ def test_a_password_in_a_bad_address_is_not_repeated() -> None:
 
 
 def test_the_address_variable_and_its_older_name(no_server_env: pytest.MonkeyPatch) -> None:
-    from agentmemory import ChromaAddressError
+    from agentmemory.errors import ChromaAddressError
     from agentmemory.opening import chroma_server_url
 
     assert chroma_server_url() is None
@@ -170,7 +164,7 @@ def test_the_address_variable_and_its_older_name(no_server_env: pytest.MonkeyPat
 def test_a_dsn_without_a_chroma_server_is_refused_before_connecting(
     no_server_env: pytest.MonkeyPatch,
 ) -> None:
-    from agentmemory import ChromaAddressError
+    from agentmemory.errors import ChromaAddressError
 
     with pytest.raises(ChromaAddressError) as caught:
         open_store(dsn=_UNREACHABLE_DSN)

@@ -190,7 +190,8 @@ def search_command(
         return
     noun = "hit" if len(hits) == 1 else "hits"
     click.echo(f"{len(hits)} {noun} in {where} for {text!r} ({how})")
-    from recallers import NEGLIGIBLE_BM25_NOTE, shown_score
+    from recallers import shown_score
+    from recallers.hits import NEGLIGIBLE_BM25_NOTE
 
     shown: list[str] = []
     for rank, h in enumerate(hits, start=1):

@@ -112,9 +112,7 @@ class TurnFormat:
             paper's ``'[shares %s]' % blip_caption``).
 
     All three are on by default: each helped every method on the development conversations
-    (measured over all 1,353 questions with all-MiniLM-L6-v2 and a Snowball-stemmed rank-bm25;
-    Recall@10 of BM25 / vector / RRF: text only 0.553 / 0.266 / 0.525; with the speaker 0.574 /
-    0.403 / 0.585; plus captions 0.576 / 0.402 / 0.594; plus the date 0.603 / 0.442 / 0.625). A
+    (``benchmarks/README.md``, "Notes moved from docstrings", ``agentmemory.eval.locomo``). A
     memory entry that says who said what and when is also what an agent would store.
     """
 

@@ -1,8 +1,17 @@
-"""A damaged vector index: moving it aside, so it is rebuilt from the journal.
+"""Damage and probe: finding a damaged vector index without crashing, and moving it aside so it
+is rebuilt from the journal.
 
 The vector index (``chroma/``) is derived from the journal, so a damaged one is rebuilt, never
-repaired in place (docs/storage.md#a-damaged-vector-index). :func:`move_index_aside` renames it
-``chroma.damaged-<UTC time>`` (kept as evidence); finding the damage without crashing
+repaired in place (docs/storage.md#a-damaged-vector-index).
+
+The probe (:func:`probe_index`): a garbled HNSW segment file (``data_level0.bin``) makes Chroma's
+native code crash the process that loads the collection (a segmentation fault: no exception to
+catch). ``agentmemory verify`` and ``agentmemory reindex`` therefore first open the folder in a
+child process and search every collection once; a child killed by a signal, or failing, marks
+the index damaged, and the repair moves it aside and rebuilds it from the journal.
+
+Moving it aside (:func:`move_index_aside`) renames it ``chroma.damaged-<UTC time>`` (kept as
+evidence); running the probe when a store is opened for a repair
 (:func:`agentmemory.opening.check_index_loads`) and reopening the store
 (:func:`agentmemory.opening.open_store_moving_damage`) belong to opening a store.
 """
@@ -10,14 +19,22 @@ repaired in place (docs/storage.md#a-damaged-vector-index). :func:`move_index_as
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from agentmemory.errors import IndexReadOnlyError
+
 __all__ = [
     "DAMAGED_PREFIX",
+    "PROBE_TIMEOUT_S",
+    "READ_ONLY_STATUS",
     "MovedIndex",
     "move_index_aside",
+    "probe_index",
 ]
 
 DAMAGED_PREFIX = "chroma.damaged-"
@@ -48,3 +65,78 @@ def move_index_aside(folder: str | os.PathLike[str], *, now: float | None = None
     aside = old.with_name(DAMAGED_PREFIX + stamp)
     old.rename(aside)
     return aside
+
+
+READ_ONLY_STATUS = 3
+"""The probe child's exit status when Chroma may not write the folder (not damaged)."""
+
+PROBE_TIMEOUT_S = 120.0
+"""How long the child process may take (it imports chromadb and loads every collection)."""
+
+_CHILD = "import sys; from agentmemory.stores.chroma.damage import _probe_here; sys.exit(_probe_here(sys.argv[1]))"
+
+
+def probe_index(folder: Path, *, timeout_s: float = PROBE_TIMEOUT_S) -> str | None:
+    """Open ``folder/chroma`` in a child process (taking the store's folder lock there) and search
+    every collection once. Returns ``None`` when that worked or there is no ``chroma/``, else a
+    one-line reason ("loading it crashed a probe process (SIGSEGV)"). Blocks for the child's
+    run, most of it importing chromadb (its duration: docs/storage.md#a-damaged-vector-index).
+
+    Raises:
+        IndexReadOnlyError: the child found the folder's files may not be written (nothing is
+            damaged; ``folder`` names the store).
+    """
+    if not (folder / "chroma").is_dir():
+        return None
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", _CHILD, str(folder)],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return f"loading it in a probe process took over {timeout_s:g} s"
+    if done.returncode < 0:
+        try:
+            name = signal.Signals(-done.returncode).name
+        except ValueError:
+            name = f"signal {-done.returncode}"
+        return f"loading it crashed a probe process ({name})"
+    if done.returncode != 0:
+        lines = done.stderr.strip().splitlines()
+        reason = (lines[-1] if lines else f"a probe process failed ({done.returncode})")[:300]
+        if done.returncode == READ_ONLY_STATUS:
+            raise IndexReadOnlyError(str(folder), "vector", reason)
+        return reason
+    return None
+
+
+def _probe_here(folder: str) -> int:
+    """The child's work: open the folder as a store would, search each collection once; the
+    exit status (0 when it worked; 1 with the reason on stderr when Chroma could not open it)."""
+    from agentmemory.errors import IndexDamagedError
+
+    from .clients import close_folder, open_folder
+
+    where = Path(folder)
+    try:
+        client = open_folder(where, timeout_s=5.0)
+    except IndexDamagedError as exc:  # the reason alone: the parent wraps it in its own line
+        print(exc.detail, file=sys.stderr)
+        return READ_ONLY_STATUS if isinstance(exc, IndexReadOnlyError) else 1
+    try:
+        for listed in client.list_collections():
+            name = listed if isinstance(listed, str) else listed.name
+            col = client.get_collection(name, embedding_function=None)
+            if col.count() == 0:
+                continue
+            first = col.get(limit=1, include=["embeddings"])
+            vectors = first.get("embeddings")
+            if vectors is None or len(vectors) == 0:
+                continue
+            col.query(query_embeddings=[vectors[0]], n_results=1)
+    finally:
+        close_folder(where)
+    return 0

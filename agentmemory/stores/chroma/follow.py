@@ -32,9 +32,8 @@ from agentmemory.errors import IndexOutOfStepWarning
 from embedders import WHOLE_TEXT
 
 from .clients import SharedIndex
-from .cursor import IndexCursor
+from .cursor import IndexCursor, IndexStateKeys
 from .index import ChromaIndex
-from .index_state import IndexStateKeys
 from .journal_source import JournalStore
 from .sync import IndexReport, IndexSync
 

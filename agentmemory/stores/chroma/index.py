@@ -334,7 +334,7 @@ class ChromaIndex:
         scope without a collection, are no error.
 
         By name, not by the window count window 0 records (which would be one read, then one
-        delete by id: 23 ms against 47 ms at 100k vectors, docs/storage.md#ids-and-metadata):
+        delete by id; the two costs: docs/storage.md#ids-and-metadata):
         two writers of one entry on a Chroma server can interleave so that window 0 counts
         fewer windows than the collection holds, and a forget or a purge must remove those
         too. ``by_name`` is kept for callers that pass it; both values delete by name."""
@@ -509,8 +509,8 @@ class ChromaIndex:
         first), so a scope of long entries usually needs one ask. When windows of one entry
         crowd the answer, Chroma is asked again for more neighbours (at least twice as many)
         until ``n`` entries are found, the collection is exhausted, or
-        :data:`MAX_QUERY_RESULTS` vectors were asked for. Reading an answer's metadata costs
-        about 0.2 ms per vector at 100k vectors: while answers hold at most
+        :data:`MAX_QUERY_RESULTS` vectors were asked for. Reading an answer's metadata costs time
+        per vector (docs/storage.md#vectors-by-entry): while answers hold at most
         :data:`CROWDED_SPREAD` vectors per entry the metadata comes with the answer (one call,
         as before windows); beyond, Chroma is asked for ids and distances only and the chosen
         windows' metadata is read by id (one more call). A window that vanished between the

@@ -7,7 +7,7 @@ embedded client's folder: the two indexes never share files, each has its own cu
 journal's ``store_state``). The record, ``DIR/chroma-server/server.json``, holds the server's
 pid, host, port, start time (RFC 3339 UTC) and the chromadb version that started it. A record
 whose process is gone is ignored (with a :class:`~agentmemory.ServerRecordWarning`) and replaced
-by the next start. Starting takes a :class:`~agentmemory.stores.chroma.folder_lock.FolderLock` on
+by the next start. Starting takes a :class:`~agentmemory.stores.chroma.clients.FolderLock` on
 ``DIR/chroma-server`` so that two openers starting at once start one server.
 
 No server of our own is written here: this module only runs, finds, checks and stops
@@ -36,7 +36,7 @@ from urllib.parse import urlsplit
 from agentmemory.errors import ChromaAddressError, ChromaServerError, ServerRecordWarning
 from agentmemory.wire import format_time
 
-from .folder_lock import FolderLock
+from .clients import FolderLock
 
 __all__ = [
     "DEFAULT_CHROMA_PORT",
@@ -68,7 +68,7 @@ SERVER_HOST = "127.0.0.1"
 
 START_TIMEOUT_S = 60.0
 """How long :func:`start_server` waits for ``chroma run`` to answer its heartbeat, in seconds
-(it answers in about 1 s on an idle machine, 4 s on a loaded one)."""
+(how long it takes: benchmarks/README.md, "Notes moved from docstrings", agentmemory.stores.chroma)."""
 
 _LOG_FILE = "server.log"
 

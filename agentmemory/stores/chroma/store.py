@@ -8,24 +8,27 @@ The store composes these parts, one module each (docs/storage.md#the-modules-of-
   protocol, every write, and the index's own state (``store_state``);
 * the vectors, a :class:`~agentmemory.stores.chroma.index.ChromaIndex`: one collection per scope, one
   vector per window of each live entry (docs/storage.md#the-chroma-index, docs/recall.md#windows);
-* :class:`~agentmemory.stores.chroma.sync.IndexSync`: makes the index hold the journal's live state of
-  given keys, and compares the two (:meth:`ChromaStore.verify`);
-* the :class:`~agentmemory.stores.chroma.cursor.IndexCursor`: how far the index has applied the journal
-  (docs/storage.md#the-index-cursor), and the
+* :mod:`agentmemory.stores.chroma.sync`: :class:`~agentmemory.stores.chroma.sync.IndexSync` makes the
+  index hold the journal's live state of given keys, and compares the two
+  (:meth:`ChromaStore.verify`); ``nearest_live`` is vector search checked against the journal;
+* :mod:`agentmemory.stores.chroma.cursor`: the :class:`~agentmemory.stores.chroma.cursor.IndexCursor`,
+  how far the index has applied the journal (docs/storage.md#the-index-cursor), the index's keys
+  in the journal's state and the rule of which embedder may open it
+  (docs/storage.md#the-embedder-fingerprint); and the
   :class:`~agentmemory.stores.chroma.follow.IndexFollower`, which uses it to keep the index in step:
   replay, catch-up, other processes' writes, verify, repair and reindex;
-* :mod:`agentmemory.stores.chroma.index_state`: the index's keys in the journal's state and the rule of which
-  embedder may open it (docs/storage.md#the-embedder-fingerprint);
-* :mod:`agentmemory.stores.chroma.index_search`: vector search checked against the journal;
 * :mod:`agentmemory.stores.chroma.erase`: the index's part of a purge;
 * the process-wide registry (:mod:`agentmemory.stores.chroma.clients`): one embedded client and folder
   lock per folder, one cursor per index, shared by the handles of a process
   (docs/storage.md#locks).
 
 This module composes them: opening (embedded, on a server, or journal-only beside another
-process's hold), the store protocol, and the write path (commit to the journal, then bring the
-index in line with the journal's live state of the keys written, then mark the records
-applied). For several processes, see docs/storage.md#several-processes.
+process's hold) and the store protocol. The class is put together from parts, each a module of
+this package: :mod:`.core` (the handle's state, its guards, and the write path: commit to the
+journal, then bring the index in line with the journal's live state of the keys written, then
+mark the records applied), :mod:`.purge` (purge, its recovery, ``verify_erased``) and
+:mod:`.upkeep` (``verify``, ``repair``, ``reindex``). For several processes, see
+docs/storage.md#several-processes.
 """
 
 from __future__ import annotations
@@ -44,16 +47,12 @@ import numpy.typing as npt
 
 from agentmemory.entries import Change, Entry
 from agentmemory.errors import (
-    AgentMemoryError,
-    ChromaServerError,
     EmbedderMismatchError,
     IndexDamagedError,
     IndexReadOnlyError,
-    IndexWriteError,
     StoreLockedError,
 )
 from agentmemory.forget_session import last_written_by
-from agentmemory.purge import ErasureCheck, PurgeReceipt, check_purge
 from agentmemory.rules import DEFAULT_MAX_ENTRY_BYTES, check_scope
 from agentmemory.store import RECALL_MODES, recall_entries, resolve_reranker
 from agentmemory.stores.mem import utc_now
@@ -63,6 +62,7 @@ from recallers import DEFAULT_FUSION, DEFAULT_RERANK_CANDIDATES, BM25Recaller, H
 
 from .clients import (
     CHROMA_FOLDER,
+    DEFAULT_LOCK_TIMEOUT_S,
     IndexKey,
     SharedIndex,
     close_folder,
@@ -70,16 +70,14 @@ from .clients import (
     leave_index,
     open_folder,
 )
-from .cursor import IndexCursor
-from .erase import index_copies, scrub_index
-from .folder_lock import DEFAULT_LOCK_TIMEOUT_S
+from .cursor import IndexCursor, IndexStateKeys, check_embedder
 from .follow import IndexFollower
 from .index import DEFAULT_COLLECTION_PREFIX, ChromaIndex, check_prefix, store_prefix
-from .index_search import nearest_live
-from .index_state import IndexStateKeys, check_embedder
 from .journal_source import JournalStore
 from .options import OPTION_NAMES, ChromaStoreOptions
-from .sync import IndexReport, IndexSync, embedding_text
+from .purge import Purging
+from .sync import IndexReport, IndexSync, embedding_text, nearest_live
+from .upkeep import IndexUpkeep
 
 if TYPE_CHECKING:
     from recallers import Reranker
@@ -104,7 +102,7 @@ SYNC_CHUNK = 512
 the client's ``get_max_batch_size()``; docs/storage.md#batches)."""
 
 
-class ChromaStore:
+class ChromaStore(Purging, IndexUpkeep):
     """A :class:`~agentmemory.Store` with vector search: a :class:`~agentmemory.SqliteStore`
     journal plus a Chroma index holding one vector per window of each live entry (see the module
     docstring).
@@ -347,14 +345,6 @@ class ChromaStore:
     def where(self) -> str:
         """The store's folder, or its journal's database (``journal=``), for messages."""
         return self._where
-
-    def _folder(self) -> Path:
-        if self._dir is None:
-            raise AgentMemoryError(
-                f"agentmemory: store {self._where} has no folder: it indexes the journal it was "
-                "given (journal=) on a Chroma server"
-            )
-        return self._dir
 
     @property
     def embedder(self) -> Embedder:
@@ -607,144 +597,6 @@ class ChromaStore:
             return self._after_commit(changes)
         return changes
 
-    def _after_commit(self, changes: Sequence[Change]) -> builtins.list[Change]:
-        """Bring the index in line with the journal for the keys just written, then mark their
-        records applied, then index what other processes wrote
-        (:meth:`IndexFollower.absorb`); on failure, keep them for the next catch-up and raise
-        IndexWriteError. Journal-only, return the records with a ``note`` that the holder
-        indexes them."""
-        if self._unavailable is not None:
-            return [replace(c, note=self._write_note) for c in changes]
-        follower = self._following()
-        # The journal state just committed, last record per key: the index is written from it
-        # without reading the rows back, and checked against the journal once after writing.
-        known = {(c.entry.scope, c.entry.name): c.entry for c in changes}
-        try:
-            follower.write(known)
-        except Exception as err:
-            follower.mark_failed(c.seq for c in changes)
-            cause: BaseException = err
-            if self._server is not None:
-                cause = ChromaServerError(self._server, self._server_down(err))
-            raise IndexWriteError(self._where, changes, cause) from cause
-        follower.mark_applied(c.seq for c in changes)
-        try:
-            follower.catch_up()
-            follower.absorb()
-        except Exception as err:  # the caller's own write succeeded; say so, and go on
-            logger.warning(
-                "agentmemory: store %s: index catch-up failed (%s: %s); retried later",
-                self._where,
-                type(err).__name__,
-                err,
-            )
-        return builtins.list(changes)
-
-    def _server_down(self, err: BaseException) -> str:
-        """What to do when the server failed a request with ``err``."""
-        how = (
-            f"restart it with 'agentmemory server start --path {self._dir}'"
-            if self._server is not None and self._server.endswith(")")
-            else "restart it"
-        )
-        return (
-            f"the request failed ({type(err).__name__}: {err}); {how}; the journal keeps every "
-            "write and the index catches up from it once the server answers"
-        )
-
-    # -- the index cursor --------------------------------------------------------------------
-
-    # -- purge (docs/contract.md#purge-erasing-an-entry-for-good) ----------------------------
-
-    def purge(
-        self, scope: str, name: str, *, reason: str, session: str | None = None
-    ) -> PurgeReceipt:
-        """Erase every content ``scope/name`` ever held, from the journal and the index.
-
-        The journal purge is :meth:`agentmemory.SqliteStore.purge` (tombstone when live,
-        records redacted, lexical row removed, ``purged`` record, file vacuumed and its WAL
-        truncated). Then the entry's vector is deleted and the scope's collection rebuilt
-        (Chroma keeps deleted vectors in its segment files and write log until the collection
-        goes), and, for an embedded folder, ``chroma.sqlite3`` is vacuumed with
-        ``secure_delete`` and segment folders of dropped collections are removed
-        (docs/storage.md#purge-and-the-files). The scope is recorded as pending in the journal's
-        state first, so a process killed midway has the next open finish the index part.
-
-        Raises:
-            InvalidEntryError: ``scope`` or ``name`` not kebab-case, ``reason`` blank or over
-                1024 bytes; nothing is written.
-            NotFoundError: the journal has no record of ``scope/name``.
-            StoreLockedError: another writer held the journal past ``busy_timeout_s``.
-        """
-        self._check_open()
-        self._need_index()
-        check_purge(scope, name, reason)
-        self._journal.set_state(self._keys.purge, scope)
-        receipt = self._journal.purge(scope, name, reason=reason, session=session)
-        vectors = sum(self._index.named(scope, [name]).values())
-        written = [c for c in (receipt.tombstone, receipt.record) if c is not None]
-        self._after_commit(written)
-        rewritten = self._scrub_index(scope)
-        self._journal.set_state(self._keys.purge, "")
-        return PurgeReceipt(
-            scope=receipt.scope,
-            name=receipt.name,
-            reason=receipt.reason,
-            record=receipt.record,
-            tombstone=receipt.tombstone,
-            redacted=receipt.redacted,
-            index_rows=receipt.index_rows,
-            vectors=vectors,
-            rewritten=(*receipt.rewritten, *rewritten),
-        )
-
-    @property
-    def can_purge(self) -> bool:
-        """Whether :meth:`purge` works here: the journal has a purge (SqliteStore and
-        PostgresStore journals do)."""
-        return callable(getattr(self._journal, "purge", None))
-
-    def _scrub_index(self, scope: str) -> builtins.list[str]:
-        """:func:`agentmemory.stores.chroma.erase.scrub_index` of ``scope`` for this index."""
-        folder = self._folder() / CHROMA_FOLDER if self._embedded else None
-        return scrub_index(self._index, scope, lock=self._shared_index().write_lock, folder=folder)
-
-    def _finish_purge(self) -> None:
-        """Finish the index part of a purge a killed process left (the journal part finished
-        or rolled back when the journal opened)."""
-        scope = self._journal.get_state(self._keys.purge)
-        if not scope:
-            return
-        self._scrub_index(scope)
-        report = self._following().repair()
-        self._journal.set_state(self._keys.purge, "")
-        logger.warning(
-            "agentmemory: store %s: finished the index part of an interrupted purge in scope "
-            "%s (collection rebuilt, %s)",
-            self._where,
-            scope,
-            "index in step" if report.ok else str(report),
-        )
-
-    @property
-    def recovery(self) -> str | None:
-        """What opening the journal did about an interrupted purge (see
-        :attr:`agentmemory.SqliteStore.recovery`), or ``None``."""
-        found = getattr(self._journal, "recovery", None)
-        return found if isinstance(found, str) else None
-
-    def verify_erased(self, scope: str, name: str) -> ErasureCheck:
-        """Check that no copy of ``scope/name``'s content remains: the journal's places
-        (its ``verify_erased``) and the index's (:func:`agentmemory.stores.chroma.erase.index_copies`:
-        the entry's vector, and for an embedded folder ``chroma.sqlite3``'s rows, free pages
-        and orphaned segment folders)."""
-        self._check_open()
-        self._need_index()
-        base = self._journal.verify_erased(scope, name)
-        folder = self._folder() / CHROMA_FOLDER if self._embedded else None
-        looked, found = index_copies(self._index, scope, name, folder=folder)
-        return ErasureCheck(scope, name, (*base.looked, *looked), (*base.found, *found))
-
     # -- vector search -----------------------------------------------------------------------
 
     def search_vector(
@@ -788,88 +640,7 @@ class ChromaStore:
         wanted = [check_scope(s) for s in scopes]
         return nearest_live(self._index, self._journal, query, scopes=wanted, limit=limit)
 
-    # -- checking and rebuilding ---------------------------------------------------------------
-
-    def verify(self) -> IndexReport:
-        """Compare the index with the journal; returns an :class:`IndexReport`.
-
-        Reads every live entry and every vector's metadata (seconds at 100k entries). Writes
-        made while it runs may show up as missing or stale. Changes nothing.
-        """
-        self._check_open()
-        return self._following().verify()
-
-    def repair(self, *, keep: Iterable[str] = ()) -> IndexReport:
-        """Apply what the cursor has not seen, then fix every key :meth:`verify` finds missing,
-        stale or extra (embedding only those). Returns the report of a second verify; when it
-        is clean, the cursor moves to the journal's end and the lost-index warning stops.
-
-        ``keep``: extra keys (``"scope/name"``) whose vectors stay, for example those of entries
-        the journal never had (``SqliteStore.never_journaled``), kept as evidence that the
-        journal lost records (docs/storage.md#a-journal-shorter-than-its-index).
-
-        Raises what the embedder or Chroma raise; the index is then no worse than before.
-        """
-        self._check_open()
-        return self._following().repair(keep=keep, batch=self._batch)
-
-    def reindex(self) -> int:
-        """Rebuild the index from the journal with this store's embedder: drop the store's
-        collections, embed every live entry, and record the embedder's fingerprint. Returns the
-        number of entries indexed.
-
-        Writes made meanwhile (by any handle) are kept: they wait for the collections to be
-        dropped, then land in the new ones. Vector search sees a partial index until it ends.
-        The cursor is set back to 0 (and the new fingerprint recorded) before anything is
-        dropped, so a rebuild cut short finishes at the next open, which replays the whole
-        journal and embeds only what is still missing.
-        """
-        self._check_open()
-        return self._following().reindex(
-            self._embedder.fingerprint, batch=self._batch, layout=window_layout(self._embedder)
-        )
-
     # -- lifetime ----------------------------------------------------------------------------
-
-    def _need_index(self) -> None:
-        """Refuse an index operation on a journal-only handle, saying why."""
-        if self._unavailable is not None:
-            raise AgentMemoryError(
-                f"agentmemory: store {self._where}: {self._unavailable}; this process opened the "
-                "journal alone, so it cannot search, check or rebuild the vectors: do it in the "
-                "holder, or after it closes, or run 'agentmemory server start' so that every "
-                "process shares one Chroma server"
-            )
-
-    def _shared_index(self) -> SharedIndex:
-        self._need_index()
-        shared = self._shared
-        if shared is None:
-            raise AgentMemoryError(
-                f"agentmemory: store {self._where} is closed; open a new ChromaStore to use it"
-            )
-        return shared
-
-    def _cursor(self) -> IndexCursor:
-        return self._following().cursor
-
-    def _following(self) -> IndexFollower:
-        """The follower of this handle's index (errors for a journal-only or closed one)."""
-        self._shared_index()
-        return self._follower
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise AgentMemoryError(
-                f"agentmemory: store {self._where} is closed; open a new ChromaStore to use it"
-            )
-        if self._embedded and os.getpid() != self._pid:
-            raise AgentMemoryError(
-                f"agentmemory: store {self._where} was opened by process {self._pid}, and this "
-                f"process ({os.getpid()}) was forked from it; an embedded Chroma folder is not "
-                "safe across processes: open the store here after the parent closes it, or use "
-                "a Chroma server (client=chromadb.HttpClient(...))"
-            )
 
     def close(self) -> None:
         """Close the journal and release this handle's share of the index and (embedded) of the

@@ -1,4 +1,5 @@
-"""IndexSync: bring a ChromaIndex in line with the journal's live entries, and compare the two.
+"""Sync and search: bring a ChromaIndex in line with the journal's live entries, compare the two,
+and search the index checked against the journal.
 
 The journal (a :class:`~agentmemory.SqliteStore`) is the truth; the index must hold, for each
 live entry, one vector per window of :func:`embedding_text` of that entry
@@ -9,6 +10,14 @@ writer changed meanwhile is written again from the state read, up to :data:`SYNC
 (docs/storage.md#a-failed-index-update). :meth:`IndexSync.compare` lists, per entry, what is
 missing, stale or extra, and searches a sample of each scope's entries with their own vectors
 (:class:`IndexReport`, docs/storage.md#self-queries).
+
+:func:`nearest_live` is vector search checked against the journal: the index is derived and may
+hold vectors the journal no longer agrees with (an entry forgotten or rewritten by another
+process since, an index update that failed). Every neighbour is therefore looked up in the
+journal, and kept only when its entry is live and its vector was made from the entry's current
+text (its ``text_hash``); the entry returned is the journal's. When stale vectors had to be
+dropped, the scope is asked again, deeper
+(docs/storage.md#vector-search-checked-against-the-journal).
 
 Which journal records are applied (the cursor), and when to sync, is
 :class:`~agentmemory.ChromaStore`'s business, not this module's.
@@ -39,6 +48,7 @@ __all__ = [
     "IndexSync",
     "embed_entries",
     "embedding_text",
+    "nearest_live",
     "text_hash",
 ]
 
@@ -60,11 +70,9 @@ SELF_SEARCH_SAMPLE = 32
 SELF_SEARCH_MIN_FOUND = 1
 """How many of a scope's sample must find themselves (besides none being lost) for the scope to
 count as searchable: one. HNSW search is approximate, and on synthetic data it can miss many
-healthy entries (1,100 hashing vectors of three words, two shared by all, equidistant: Chroma's
-default HNSW found 3 in 30 of them by their own vector, and a rebuild does not change that), so
-misses are reported, not repaired; a scope fails when Chroma cannot read back or
-search a vector it lists (a lost segment file: two thirds of the ids), or when none of its
-sample is found (docs/storage.md#self-queries)."""
+healthy entries (how many, and why a rebuild does not change that: docs/storage.md#self-queries),
+so misses are reported, not repaired; a scope fails when Chroma cannot read back or search a
+vector it lists (a lost segment file), or when none of its sample is found."""
 
 
 def embedding_text(entry: Entry) -> str:
@@ -443,3 +451,56 @@ def _by_scope(keys: Iterable[Key]) -> dict[str, builtins.list[str]]:
     for scope, name in keys:
         out.setdefault(scope, []).append(name)
     return out
+
+
+def _scope_nearest(
+    index: ChromaIndex,
+    journal: JournalStore,
+    scope: str,
+    query: npt.NDArray[np.float32],
+    limit: int,
+) -> builtins.list[tuple[Entry, float]]:
+    """Up to ``limit`` (entry, cosine similarity) of one scope, checked against the journal;
+    asks Chroma for more when stale vectors had to be dropped."""
+    want = limit
+    while True:
+        found = index.query(scope, query, want)
+        live = journal.live_many([(scope, n.name) for n in found])
+        good: builtins.list[tuple[Entry, float]] = []
+        for n in found:
+            e = live.get((scope, n.name))
+            if e is None:
+                continue
+            if n.text_hash is not None and n.text_hash != text_hash(e):
+                continue
+            good.append((e, 1.0 - n.distance))
+        if len(good) >= limit or len(found) < want:
+            return good[:limit]
+        want = want * 2 + (limit - len(good))
+
+
+def nearest_live(
+    index: ChromaIndex,
+    journal: JournalStore,
+    query: npt.NDArray[np.float32],
+    *,
+    scopes: Sequence[str],
+    limit: int,
+) -> builtins.list[tuple[Entry, float]]:
+    """The at most ``limit`` live entries of ``scopes`` nearest the ``(dim,)`` float32
+    ``query``, nearest first, each with its cosine similarity (``1 - cosine distance``,
+    unitless, in [-1, 1]).
+
+    ``scopes`` are kebab-case scope names, each searched in its own collection (no ``where``
+    filter) for ``limit`` neighbours; ties break by the scope's position in ``scopes``, then by
+    name (UTF-8 byte order). ``[]`` when ``limit`` is under 1. Chroma's errors propagate.
+    """
+    if limit < 1:
+        return []
+    order = {s: i for i, s in reversed(builtins.list(enumerate(scopes)))}
+    hits: builtins.list[tuple[int, Entry, float]] = []
+    for scope, position in sorted(order.items(), key=lambda kv: kv[1]):
+        for e, score in _scope_nearest(index, journal, scope, query, limit):
+            hits.append((position, e, score))
+    hits.sort(key=lambda h: (-h[2], h[0], h[1].name.encode()))
+    return [(e, score) for _, e, score in hits[:limit]]

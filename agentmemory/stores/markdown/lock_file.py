@@ -20,7 +20,7 @@ A writer holds the folder while ``.lock`` exists and names it::
 * :func:`break_lock` removes ``.lock`` and every claim, for a person who knows no writer runs
   (a taker that died between its link and its removal leaves a claim that blocks takeovers).
 
-This is not ``flock(2)`` (compare :mod:`agentmemory.stores.chroma.folder_lock`): the lock is a file another
+This is not ``flock(2)`` (compare :mod:`agentmemory.stores.chroma.clients`): the lock is a file another
 implementation of the format can take and release, on any file system with hard links.
 """
 

@@ -28,7 +28,7 @@ from agentmemory.errors import (
 )
 from agentmemory.wire import encode_change, format_time, parse_time
 
-from .faults import LEXICAL_DAMAGE_KEY, LexiconDamaged, header_pages, is_busy, is_damage
+from .faults import LEXICAL_DAMAGE_KEY, _LexiconDamaged, header_pages, is_busy, is_damage
 from .lexicon import Fts5Index
 
 __all__ = ["SqliteCore", "meta_json", "row_entry"]
@@ -251,7 +251,7 @@ class SqliteCore:
             self._lexicon.write(conn, e.scope, e.name, None if e.deleted else e)
         except sqlite3.DatabaseError as err:
             if is_damage(err):  # sqlite refuses the rest of this transaction: start again
-                raise LexiconDamaged(err) from err
+                raise _LexiconDamaged(err) from err
             raise
 
     def _stored(self, conn: sqlite3.Connection, scope: str, name: str) -> Entry | None:

@@ -15,7 +15,6 @@ __all__ = [
     "JOURNAL_CUT_KEY",
     "LEXICAL_DAMAGE_KEY",
     "SQLITE_MAGIC",
-    "LexiconDamaged",
     "header_pages",
     "is_busy",
     "is_damage",
@@ -57,7 +56,7 @@ def is_damage(err: sqlite3.Error) -> bool:
     return "malformed" in text or "vtable constructor failed" in text
 
 
-class LexiconDamaged(Exception):
+class _LexiconDamaged(Exception):
     """Raised inside a write transaction when the lexical index's pages are damaged; the write
     is rolled back, the damage recorded, and the write made again without the index."""
 

@@ -11,10 +11,10 @@ runs them as numbered migrations):
   space, and ASCII letters are already case-folded), so FTS5 counts our terms, not its own.
 * ``memory_lexical_df(term TEXT PRIMARY KEY, docs INTEGER) WITHOUT ROWID``: each term's document
   frequency, how many indexed documents hold it (terms no document holds have no row). FTS5 can
-  only count it by walking the term's postings (its ``fts5vocab`` table: about 4 ms for a term in
-  87,000 entries), so a search reads it here instead, one b-tree lookup per term
-  (``docs/recall.md#the-lexical-querys-cost``). It always equals ``fts5vocab``'s ``row`` counts:
-  it is written in the same transaction as the FTS5 row, and rebuilt with it.
+  only count it by walking the term's postings (its ``fts5vocab`` table), so a search reads it
+  here instead, one b-tree lookup per term (``docs/recall.md#the-lexical-querys-cost``). It
+  always equals ``fts5vocab``'s ``row`` counts: it is written in the same transaction as the
+  FTS5 row, and rebuilt with it.
 
 How it stays current: the store calls :meth:`Fts5Index.write` inside the transaction that appends
 the journal record, so the index commits or rolls back with the write. A write costs one
@@ -115,9 +115,8 @@ def _vocab(conn: sqlite3.Connection) -> str:
 
 def fill_doc_freqs(conn: sqlite3.Connection) -> int:
     """Make ``memory_lexical_df`` hold the document frequency of every term of the FTS5 table,
-    counted by FTS5 itself (``fts5vocab``'s ``row`` table walks every posting once: 0.4 s at 100k
-    entries here, ``benchmarks/recall.py --common-words``), inside the caller's transaction;
-    returns how many terms.
+    counted by FTS5 itself (``fts5vocab``'s ``row`` table walks every posting once), inside the
+    caller's transaction; returns how many terms.
     Raises ``sqlite3.DatabaseError`` when the FTS5 table's pages are damaged."""
     conn.execute("DELETE FROM memory_lexical_df")
     cur = conn.execute(
@@ -130,7 +129,7 @@ def fill_doc_freqs(conn: sqlite3.Connection) -> int:
 def doc_freq_problems(conn: sqlite3.Connection) -> list[str]:
     """How ``memory_lexical_df`` disagrees with the document frequencies FTS5 counts
     (``fts5vocab``), one line; ``[]`` when it holds exactly FTS5's terms with FTS5's counts.
-    Walks every posting once (0.5 s at 100k entries here, load 4). Raises ``sqlite3.DatabaseError`` when a table's pages are
+    Walks every posting once. Raises ``sqlite3.DatabaseError`` when a table's pages are
     damaged."""
     vocab = _vocab(conn)
     indexed, same = conn.execute(
@@ -160,8 +159,8 @@ def doc_freq_problems(conn: sqlite3.Connection) -> list[str]:
 
 RANKED_POSTINGS = 20_000
 """How many postings (entries holding a term, times the term's weight) FTS5 ranks for one query,
-at most: its ``bm25()`` scores every entry holding any term of the match expression, about 2 us
-each at 100k entries here, so a query made of words found in most entries took 172 ms. The rarest
+at most: its ``bm25()`` scores every entry holding any term of the match expression, so its cost
+grows with their postings (figures in ``docs/recall.md#the-lexical-querys-cost``). The rarest
 terms go into the ranked expression until this budget is spent (``docs/recall.md#the-lexical-querys-cost``)."""
 
 COMMON_TERM_CANDIDATES = 1_000

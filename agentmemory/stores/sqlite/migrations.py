@@ -20,7 +20,7 @@ from agentmemory.stores.mem import utc_now
 from agentmemory.wire import format_time
 
 from .core import SqliteCore
-from .faults import LEXICAL_DAMAGE_KEY, LexiconDamaged, is_busy, is_damage
+from .faults import LEXICAL_DAMAGE_KEY, _LexiconDamaged, is_busy, is_damage
 from .lexicon import (
     DOC_FREQ_TABLES,
     FTS5_TABLES,
@@ -119,9 +119,9 @@ def _m005_store_id(conn: sqlite3.Connection) -> None:
 
 def _m006_lexical_doc_freqs(conn: sqlite3.Connection) -> None:
     """Create ``memory_lexical_df`` (agentmemory.stores.sqlite.lexicon) and fill it from the FTS5 index's own counts
-    (one walk of every posting, once per file: 0.4 s at 100k entries). A lexical index recorded as
+    (one walk of every posting, once per file). A lexical index recorded as
     damaged leaves the table empty: ``verify --repair`` rebuilds the index, this table with it
-    (docs/storage.md#a-damaged-lexical-index). Raises :class:`LexiconDamaged` when the FTS5
+    (docs/storage.md#a-damaged-lexical-index). Raises :class:`_LexiconDamaged` when the FTS5
     pages cannot be read; :meth:`SqliteStore._migrate` then records the damage and runs the
     step again."""
     create_doc_freq_table(conn)
@@ -131,7 +131,7 @@ def _m006_lexical_doc_freqs(conn: sqlite3.Connection) -> None:
         fill_doc_freqs(conn)
     except sqlite3.DatabaseError as err:
         if is_damage(err):  # sqlite refuses the rest of this transaction: start again
-            raise LexiconDamaged(err) from err
+            raise _LexiconDamaged(err) from err
         raise
 
 
@@ -225,7 +225,7 @@ class SchemaSteps(SqliteCore):
             return
         try:
             self._apply_migrations()
-        except LexiconDamaged as exc:  # a step read a damaged lexical index: the open goes on
+        except _LexiconDamaged as exc:  # a step read a damaged lexical index: the open goes on
             with self._transaction() as conn:
                 self._put_state(conn, LEXICAL_DAMAGE_KEY, str(exc.err))
             logger.warning(

@@ -191,7 +191,7 @@ class Recovery(SchemaSteps):
         how many records were read before the damage (``"memory_journal: database disk image is
         malformed after 260 records (seq 260)"``). The indexes and the lexical tables are
         derived from these and not read here (docs/storage.md#a-cut-journal-file). Changes
-        nothing; reads the whole journal (0.3 s at 100k entries and records here, load 2).
+        nothing; reads the whole journal.
         """
         problems: builtins.list[str] = []
         with self._rlock:
@@ -273,8 +273,8 @@ class Recovery(SchemaSteps):
         ``PRAGMA quick_check`` on the file and FTS5's ``integrity-check`` command on the index,
         compares the indexed count with the live entries and each term's document frequency
         (``memory_lexical_df``) with FTS5's own count, and reports a damage a write or an open
-        recorded (``docs/storage.md#a-damaged-lexical-index``). Reads the whole file (2.2 s at
-        100k entries here under load 4, 0.5 s of it the document frequencies). Changes nothing.
+        recorded (``docs/storage.md#a-damaged-lexical-index``). Reads the whole file. Changes
+        nothing.
 
         Raises:
             StoreIOError: ``kind`` ``"damaged"``: a table of the journal's own cannot be read

@@ -64,7 +64,7 @@ from agentmemory.wire import decode_change
 from recallers import DEFAULT_TOKENIZER, BM25Recaller, Hit, Tokenizer
 
 from .core import row_entry
-from .faults import JOURNAL_CUT_KEY, LEXICAL_DAMAGE_KEY, LexiconDamaged
+from .faults import JOURNAL_CUT_KEY, LEXICAL_DAMAGE_KEY, _LexiconDamaged
 from .lexicon import TOKENIZER_STATE_KEY, Fts5Index
 from .migrations import MIGRATIONS, SESSION_SQL, STORE_ID_KEY, SUPERSEDES_SQL, Migration
 from .purge import Purging
@@ -95,14 +95,14 @@ _R = TypeVar("_R")
 def _past_a_damaged_lexicon(
     write: Callable[Concatenate[SqliteStore, _P], _R],
 ) -> Callable[Concatenate[SqliteStore, _P], _R]:
-    """Make a write land even when the lexical index is damaged: on :class:`LexiconDamaged`
+    """Make a write land even when the lexical index is damaged: on :class:`_LexiconDamaged`
     record the damage and run the write once more (it then skips the index)."""
 
     @functools.wraps(write)
     def run(self: SqliteStore, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
         try:
             return write(self, *args, **kwargs)
-        except LexiconDamaged as exc:
+        except _LexiconDamaged as exc:
             self._mark_lexicon_damaged(exc.err)
             return write(self, *args, **kwargs)
 
