@@ -23,6 +23,7 @@ from .errors import (
     BudgetError,
     ConflictError,
     EmbedderMismatchError,
+    EmptyQueryError,
     EntryTooLargeError,
     IndexWriteError,
     InvalidEntryError,
@@ -43,7 +44,7 @@ from .recalled import RecalledEntry, RecalledManifest, recall_part
 from .render import DEFAULT_MAX_TOTAL_BYTES, Part, render, render_parts
 from .rules import check_entry, valid_name
 from .session import Provenance, current_provenance, current_session, provenance, session
-from .store import EmptyQueryError, Store
+from .store import Store
 from .stores.chroma.store import ChromaStore
 from .stores.markdown.store import FileStore
 from .stores.mem import MemStore

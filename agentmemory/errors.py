@@ -58,15 +58,16 @@ The group lines (``entries and writes``, ...) are headings, not classes.
 
 The wording follows the Go module the contract comes from (docs/contract.md#errors).
 
-This module imports nothing else (the import graph's bottom); so ``EmptyQueryError``, which is
-also a :class:`recallers.EmptyQueryError`, lives with the store's query check in
-:mod:`agentmemory.store`.
+This module imports no other module of agentmemory (the import graph's bottom); it imports
+:mod:`recallers.errors`, because ``EmptyQueryError`` is also a :class:`recallers.EmptyQueryError`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar
+
+from recallers.errors import EmptyQueryError as _RecallersEmptyQuery
 
 if TYPE_CHECKING:
     from .entries import Change
@@ -82,6 +83,7 @@ __all__ = [
     "DownloadError",
     "EmbedderMismatchError",
     "EmbedderNameError",
+    "EmptyQueryError",
     "EntryTooLargeError",
     "ImportIncompleteError",
     "ImportLineError",
@@ -365,6 +367,16 @@ class NoStoreError(AgentMemoryError, FileNotFoundError):
         else:
             msg = f"agentmemory: no store at {path} (it has no journal.sqlite3)"
         super().__init__(msg)
+
+
+class EmptyQueryError(AgentMemoryError, _RecallersEmptyQuery):
+    """A search query that is empty or only white space. Nothing was searched.
+
+    Also a :class:`recallers.EmptyQueryError` (and so a ``ValueError``), so that a caller of the
+    ranking package alone and a caller of a store catch the same thing."""
+
+    def __init__(self, query: str = "") -> None:
+        super().__init__(query)
 
 
 class RecallModeError(AgentMemoryError, ValueError):

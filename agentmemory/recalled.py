@@ -30,6 +30,7 @@ from .kinds import KindRegistry, kind_of
 from .manifest import OMIT_BUDGET
 from .render import PART_SEPARATOR, Part, neutralise_headings
 from .rules import check_scope
+from .validity import MAX_WIDENING
 from .wire import go_quote
 
 __all__ = [
@@ -60,7 +61,6 @@ as a signal when no word of the hint matched it (``docs/kinds.md#the-score-floor
 Chosen on LoCoMo (pass rates per floor in that section); 0.30 is also the host default of the Go
 package's vector floor. The floor is on the leg's raw score, so it does not depend on how legs are fused."""
 
-_MAX_WIDENING = 64
 _HEADING = "## Recalled for this turn"
 
 RECALL_NO_SIGNAL = "no-signal"
@@ -301,6 +301,6 @@ def _rank(
             chosen.append(hit)
             if len(chosen) == limit:
                 return chosen
-        if len(hits) < depth or depth >= limit * _MAX_WIDENING:
+        if len(hits) < depth or depth >= limit * MAX_WIDENING:
             return chosen
-        depth = min(depth * 4, limit * _MAX_WIDENING)
+        depth = min(depth * 4, limit * MAX_WIDENING)

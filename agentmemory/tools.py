@@ -31,6 +31,7 @@ from .entries import Change, Entry, content_hash, utf8_len
 from .errors import (
     AgentMemoryError,
     ConflictError,
+    EmptyQueryError,
     IndexDamagedError,
     IndexReadOnlyError,
     IndexWriteError,
@@ -44,7 +45,7 @@ from .manifest import Manifest
 from .rules import check_scope, valid_name
 from .save_entry import meta_for_save
 from .session import provenance
-from .store import EmptyQueryError, Store
+from .store import Store
 from .validity import META_SUPERSEDES, superseded_entry
 from .wire import go_quote
 

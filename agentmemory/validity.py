@@ -21,8 +21,6 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
 
-from recallers import Hit, Recaller, ranked_hits
-
 from .entries import Entry
 from .errors import InvalidEntryError, NotFoundError
 from .rules import check_scope, valid_name
@@ -324,36 +322,3 @@ def in_force_lists(
     day = today() if as_of is None else parse_day(as_of)
     keep = InForce(day, frozenset(_retired_on((e for es in lists for e in es), day)))
     return [keep.split(es) for es in lists]
-
-
-class InForceLeg:
-    """A recall leg that returns only hits a predicate keeps, as if the others were not indexed.
-
-    It asks the leg it wraps for ``limit`` hits and, while some were dropped and the leg had
-    more, asks again 4 times as deep, up to :data:`MAX_WIDENING` times ``limit``; the ranks it
-    reports are those among the kept hits, from 1, and scores are the leg's own.
-    """
-
-    def __init__(self, leg: Recaller[Entry], keep: Callable[[Entry], bool]) -> None:
-        self._leg = leg
-        self._keep = keep
-
-    @property
-    def name(self) -> str:
-        """The wrapped leg's name (``"bm25"``, ``"vector"``)."""
-        return self._leg.name
-
-    def recall(self, query: str, *, scopes: Sequence[str], limit: int) -> list[Hit[Entry]]:
-        """At most ``limit`` kept hits of ``scopes``, best first (the leg's errors propagate)."""
-        depth = limit
-        while True:
-            hits = self._leg.recall(query, scopes=scopes, limit=depth)
-            kept = [h for h in hits if self._keep(h.entry)]
-            if len(kept) >= limit or len(hits) < depth or depth >= limit * MAX_WIDENING:
-                break
-            depth = min(depth * 4, limit * MAX_WIDENING)
-        return ranked_hits(self.name, [(h.entry, _raw(h, self.name)) for h in kept[:limit]])
-
-
-def _raw(hit: Hit[Entry], leg: str) -> float:
-    return hit.legs[leg].score if leg in hit.legs else hit.score

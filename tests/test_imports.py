@@ -57,6 +57,7 @@ OURS_ON_IMPORT = {
     "agentmemory.stores.markdown.lock_file",
     "agentmemory.manifest",
     "agentmemory.stores.mem",
+    "agentmemory.recall",
     "agentmemory.recalled",
     "agentmemory.render",
     "agentmemory.rules",
@@ -229,7 +230,7 @@ def _graph() -> dict[str, set[str]]:
 # The bottom of the graph: what each of these may import of ours when imported.
 BOTTOM = {
     "agentmemory.entries": set(),  # Entry, Change, content_hash: the records
-    "agentmemory.errors": set(),  # the error tree
+    "agentmemory.errors": {"recallers.errors"},  # the error tree (EmptyQueryError's base)
     "agentmemory.wire": {"agentmemory.entries"},  # the Go module's wire forms
     "agentmemory.rules": {"agentmemory.entries", "agentmemory.errors", "agentmemory.wire"},
     "agentmemory.lost_updates": {"agentmemory.entries"},  # lost updates

@@ -23,7 +23,7 @@ import agentmemory
 import recallers
 from agentmemory import EmptyQueryError, Entry, Hit, InvalidEntryError, MemStore, SqliteStore
 from agentmemory.errors import RecallModeError
-from agentmemory.store import recall_entries
+from agentmemory.recall import recall_entries
 from embedders import DEFAULT_EMBEDDER, Embedder, HashingEmbedder
 from recallers import (
     BM25Index,

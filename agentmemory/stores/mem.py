@@ -11,8 +11,9 @@ from typing import Self
 from agentmemory.entries import REDACTED, SOURCE_PURGED, Change, Entry
 from agentmemory.errors import NotFoundError
 from agentmemory.purge import ErasureCheck, PurgeReceipt, check_purge, purge_record, redact_history
+from agentmemory.recall import recall_entries, search_entries
 from agentmemory.rules import DEFAULT_MAX_ENTRY_BYTES, check_scope
-from agentmemory.store import plan_forget, plan_put, recall_entries, search_entries
+from agentmemory.store import plan_forget, plan_put
 from agentmemory.validity import META_SUPERSEDES
 from recallers import DEFAULT_TOKENIZER, BM25Index, BM25Recaller, Hit, Tokenizer
 
@@ -265,7 +266,7 @@ class MemStore:
         Raises :class:`~agentmemory.EmptyQueryError`, :class:`~agentmemory.InvalidEntryError`
         (a scope), ``ValueError`` (``limit`` under 1) and :class:`~agentmemory.RecallModeError`
         (``"vector"``, ``"hybrid"``, or an unknown mode); see
-        :func:`agentmemory.store.recall_entries`.
+        :func:`agentmemory.recall.recall_entries`.
         """
         return recall_entries(
             self,

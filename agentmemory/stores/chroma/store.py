@@ -53,8 +53,8 @@ from agentmemory.errors import (
     StoreLockedError,
 )
 from agentmemory.forget_session import last_written_by
+from agentmemory.recall import RECALL_MODES, recall_entries, resolve_reranker
 from agentmemory.rules import DEFAULT_MAX_ENTRY_BYTES, check_scope
-from agentmemory.store import RECALL_MODES, recall_entries, resolve_reranker
 from agentmemory.stores.mem import utc_now
 from agentmemory.stores.sqlite.store import DEFAULT_BUSY_TIMEOUT_S, SqliteStore
 from embedders import Embedder, same_vectors, window_layout
@@ -451,7 +451,7 @@ class ChromaStore(Purging, IndexUpkeep):
         Raises :class:`~agentmemory.EmptyQueryError`, :class:`~agentmemory.InvalidEntryError`
         (a scope), ``ValueError`` (``limit`` under 1), :class:`~agentmemory.RecallModeError`
         (an unknown mode) and :class:`~agentmemory.RerankError` (``rerank=True`` without a
-        reranker), before searching; see :func:`agentmemory.store.recall_entries`.
+        reranker), before searching; see :func:`agentmemory.recall.recall_entries`.
         """
         self._check_open()
         if self._unavailable is not None:

@@ -44,8 +44,9 @@ from typing import TYPE_CHECKING, Self
 
 from agentmemory.entries import Change, Entry
 from agentmemory.errors import AgentMemoryError, NotFoundError, RecallModeError, StoreLockedError
+from agentmemory.recall import RECALL_MODES, recall_entries, search_entries
 from agentmemory.rules import DEFAULT_MAX_ENTRY_BYTES, check_entry, valid_name
-from agentmemory.store import RECALL_MODES, plan_put, recall_entries, search_entries
+from agentmemory.store import plan_put
 from agentmemory.stores.mem import utc_now
 from recallers import DEFAULT_TOKENIZER, BM25Index, BM25Recaller, Hit, Tokenizer, VectorRecaller
 
@@ -515,7 +516,7 @@ class FileStore(Purging):
         when the store keeps vectors, the vector leg fused by reciprocal rank fusion (``mode``
         ``"auto"`` is ``"hybrid"`` then, else ``"bm25"``); entries out of date on ``as_of``
         (default today) are left out unless ``include_superseded``
-        (docs/kinds.md#out-of-date-on-purpose-only). See :func:`agentmemory.store.recall_entries`
+        (docs/kinds.md#out-of-date-on-purpose-only). See :func:`agentmemory.recall.recall_entries`
         for the errors (:class:`~agentmemory.EmptyQueryError`, :class:`~agentmemory.InvalidEntryError`,
         ``ValueError``, :class:`~agentmemory.RecallModeError`)."""
         vector = None

@@ -43,8 +43,9 @@ from psycopg import errors as pg_errors
 
 from agentmemory.entries import Change, Entry
 from agentmemory.errors import AgentMemoryError, NotFoundError
+from agentmemory.recall import recall_entries, search_entries
 from agentmemory.rules import DEFAULT_MAX_ENTRY_BYTES, check_entry, check_scope
-from agentmemory.store import plan_forget, plan_put, recall_entries, search_entries
+from agentmemory.store import plan_forget, plan_put
 from agentmemory.stores.lexicon_state import TOKENIZER_STATE_KEY
 from agentmemory.stores.mem import utc_now
 from agentmemory.wire import decode_change
@@ -600,7 +601,7 @@ class PostgresStore(PgPurge):
         Raises :class:`~agentmemory.EmptyQueryError`, :class:`~agentmemory.InvalidEntryError`
         (a scope), ``ValueError`` (``limit`` under 1) and :class:`~agentmemory.RecallModeError`
         (``"vector"``, ``"hybrid"``, or an unknown mode); see
-        :func:`agentmemory.store.recall_entries`.
+        :func:`agentmemory.recall.recall_entries`.
         """
         return recall_entries(
             self,

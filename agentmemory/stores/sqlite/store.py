@@ -57,8 +57,9 @@ from agentmemory.errors import (
     StoreIOError,
     StoreLockedError,
 )
+from agentmemory.recall import recall_entries, search_entries
 from agentmemory.rules import DEFAULT_MAX_ENTRY_BYTES, check_entry, check_scope
-from agentmemory.store import plan_forget, plan_put, recall_entries, search_entries
+from agentmemory.store import plan_forget, plan_put
 from agentmemory.stores.mem import utc_now
 from agentmemory.wire import decode_change
 from recallers import DEFAULT_TOKENIZER, BM25Recaller, Hit, Tokenizer
@@ -658,7 +659,7 @@ class SqliteStore(Purging, Recovery):
         Raises :class:`~agentmemory.EmptyQueryError`, :class:`~agentmemory.InvalidEntryError`
         (a scope), ``ValueError`` (``limit`` under 1) and :class:`~agentmemory.RecallModeError`
         (``"vector"``, ``"hybrid"``, or an unknown mode); see
-        :func:`agentmemory.store.recall_entries`.
+        :func:`agentmemory.recall.recall_entries`.
         """
         return recall_entries(
             self,
