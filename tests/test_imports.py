@@ -45,6 +45,7 @@ OURS_ON_IMPORT = {
     "agentmemory.stores.markdown.store",
     "agentmemory.stores.markdown.writes",
     "agentmemory.forget_session",
+    "agentmemory.stores.base",
     "agentmemory.stores.chroma.cursor",
     "agentmemory.stores.chroma.follow",
     "agentmemory.stores.chroma.erase",

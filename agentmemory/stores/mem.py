@@ -5,27 +5,22 @@ from __future__ import annotations
 import builtins
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from datetime import UTC, date, datetime
-from typing import Self
+from datetime import datetime
 
 from agentmemory.entries import REDACTED, SOURCE_PURGED, Change, Entry
 from agentmemory.errors import NotFoundError
 from agentmemory.purge import ErasureCheck, PurgeReceipt, check_purge, purge_record, redact_history
-from agentmemory.recall import recall_entries, search_entries
+from agentmemory.recall import search_entries
 from agentmemory.rules import DEFAULT_MAX_ENTRY_BYTES, check_scope
 from agentmemory.store import plan_forget, plan_put
+from agentmemory.stores.base import StoreBase, by_scope_then_name, utc_now
 from agentmemory.validity import META_SUPERSEDES
-from recallers import DEFAULT_TOKENIZER, BM25Index, BM25Recaller, Hit, Tokenizer
+from recallers import DEFAULT_TOKENIZER, BM25Index, Tokenizer
 
 __all__ = ["MemStore"]
 
 
-def utc_now() -> datetime:
-    """The default clock: the current time, aware, in UTC."""
-    return datetime.now(UTC)
-
-
-class MemStore:
+class MemStore(StoreBase):
     """An in-memory :class:`~agentmemory.Store`: the reference for the contract and the store for
     tests. Safe for concurrent use from several threads (one lock); nothing outlives the process.
 
@@ -117,17 +112,6 @@ class MemStore:
             else:
                 self._naming.pop((entry.scope, entry.name), None)
             return change.copy()
-
-    def forget_session(
-        self, session_id: str, scopes: Sequence[str], *, reason: str | None = None
-    ) -> builtins.list[Change]:
-        """Tombstone the live entries of ``scopes`` whose last record ``session_id`` wrote, one
-        journal record each: :func:`agentmemory.forget_session` on this store
-        (docs/kinds.md#forgetting-a-session). Refuses an empty or unknown scope list and an
-        empty session id with :class:`~agentmemory.InvalidEntryError`, writing nothing."""
-        from agentmemory.forget_session import forget_session
-
-        return forget_session(self, session_id, scopes, reason=reason)
 
     def forget(self, scope: str, name: str, *, session: str | None = None) -> Change:
         """Write a tombstone; raise :class:`NotFoundError` when the entry is not live."""
@@ -243,41 +227,7 @@ class MemStore:
         then name (kept in step with every write, so no scope is scanned)."""
         with self._lock:
             found = [e for (s, _), e in self._naming.items() if s in scopes]
-        order = {s: i for i, s in enumerate(scopes)}
-        found.sort(key=lambda e: (order[e.scope], e.name.encode()))
-        return [e.copy() for e in found]
-
-    def recall(
-        self,
-        query: str,
-        *,
-        scopes: Sequence[str],
-        limit: int = 5,
-        mode: str = "auto",
-        as_of: date | str | None = None,
-        include_superseded: bool = False,
-    ) -> builtins.list[Hit[Entry]]:
-        """At most ``limit`` live entries of ``scopes`` ranked by BM25 for ``query``, best first
-        (``mode`` ``"auto"`` or ``"bm25"``; a MemStore keeps no vectors). Each hit's ``score``
-        is the BM25 score and ``legs["bm25"]`` its rank and score. Entries out of date on
-        ``as_of`` (default today) are left out unless ``include_superseded``
-        (docs/kinds.md#out-of-date-on-purpose-only).
-
-        Raises :class:`~agentmemory.EmptyQueryError`, :class:`~agentmemory.InvalidEntryError`
-        (a scope), ``ValueError`` (``limit`` under 1) and :class:`~agentmemory.RecallModeError`
-        (``"vector"``, ``"hybrid"``, or an unknown mode); see
-        :func:`agentmemory.recall.recall_entries`.
-        """
-        return recall_entries(
-            self,
-            query,
-            scopes=scopes,
-            limit=limit,
-            mode=mode,
-            bm25=BM25Recaller(self),
-            as_of=as_of,
-            include_superseded=include_superseded,
-        )
+        return [e.copy() for e in by_scope_then_name(found, scopes)]
 
     def journal(self, after: int = 0) -> Iterator[Change]:
         """Yield copies of the records with ``seq > after``, in order."""
@@ -288,9 +238,3 @@ class MemStore:
 
     def close(self) -> None:
         """Nothing to release; present for the protocol."""
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

@@ -55,7 +55,7 @@ from agentmemory.errors import (
 from agentmemory.forget_session import last_written_by
 from agentmemory.recall import RECALL_MODES, recall_entries, resolve_reranker
 from agentmemory.rules import DEFAULT_MAX_ENTRY_BYTES, check_scope
-from agentmemory.stores.mem import utc_now
+from agentmemory.stores.base import StoreBase, utc_now
 from agentmemory.stores.sqlite.store import DEFAULT_BUSY_TIMEOUT_S, SqliteStore
 from embedders import Embedder, same_vectors, window_layout
 from recallers import DEFAULT_FUSION, DEFAULT_RERANK_CANDIDATES, BM25Recaller, Hit, VectorRecaller
@@ -102,7 +102,7 @@ SYNC_CHUNK = 512
 the client's ``get_max_batch_size()``; docs/storage.md#batches)."""
 
 
-class ChromaStore(Purging, IndexUpkeep):
+class ChromaStore(Purging, IndexUpkeep, StoreBase):
     """A :class:`~agentmemory.Store` with vector search: a :class:`~agentmemory.SqliteStore`
     journal plus a Chroma index holding one vector per window of each live entry (see the module
     docstring).
@@ -553,17 +553,6 @@ class ChromaStore(Purging, IndexUpkeep):
         change = self._journal.put(entry, if_hash=if_hash, based_on=based_on, session=session)
         return self._after_commit([change])[0]
 
-    def forget_session(
-        self, session_id: str, scopes: Sequence[str], *, reason: str | None = None
-    ) -> builtins.list[Change]:
-        """Tombstone the live entries of ``scopes`` whose last record ``session_id`` wrote, one
-        journal record each: :func:`agentmemory.forget_session` on this store
-        (docs/kinds.md#forgetting-a-session). Refuses an empty or unknown scope list and an
-        empty session id with :class:`~agentmemory.InvalidEntryError`, writing nothing."""
-        from agentmemory.forget_session import forget_session
-
-        return forget_session(self, session_id, scopes, reason=reason)
-
     def forget(self, scope: str, name: str, *, session: str | None = None) -> Change:
         """Write a tombstone and remove the entry's vector before returning; return the record.
 
@@ -664,12 +653,6 @@ class ChromaStore(Purging, IndexUpkeep):
             if self._opened_folder:
                 self._opened_folder = False
                 close_folder(self._folder())
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         if self._unavailable is not None:

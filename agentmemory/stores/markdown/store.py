@@ -38,17 +38,24 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from datetime import date, datetime
+from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING
 
 from agentmemory.entries import Change, Entry
 from agentmemory.errors import AgentMemoryError, NotFoundError, RecallModeError, StoreLockedError
-from agentmemory.recall import RECALL_MODES, recall_entries, search_entries
+from agentmemory.recall import RECALL_MODES, search_entries
 from agentmemory.rules import DEFAULT_MAX_ENTRY_BYTES, check_entry, valid_name
 from agentmemory.store import plan_put
-from agentmemory.stores.mem import utc_now
-from recallers import DEFAULT_TOKENIZER, BM25Index, BM25Recaller, Hit, Tokenizer, VectorRecaller
+from agentmemory.stores.base import StoreBase, by_scope_then_name, checked_batch, utc_now
+from recallers import (
+    DEFAULT_TOKENIZER,
+    BM25Index,
+    BM25Recaller,
+    Recaller,
+    Tokenizer,
+    VectorRecaller,
+)
 
 from .atomic_write import remove_durably, write_atomic
 from .entry_file import ENTRY_SUFFIX, meta_hash, render_entry_file
@@ -88,7 +95,7 @@ def _folder_mutex(root: Path) -> threading.Lock:
         return m
 
 
-class FileStore(Purging):
+class FileStore(Purging, StoreBase):
     """A :class:`~agentmemory.Store` in a folder of Markdown files with a journal beside them.
 
     Safe for several threads and several processes (on one host, or on a file system with
@@ -380,9 +387,7 @@ class FileStore(Purging):
                 written.
             StoreLockedError: another writer held the folder for over ``lock_timeout_s``.
         """
-        batch = builtins.list(entries)
-        for e in batch:
-            check_entry(e)
+        batch = checked_batch(entries)
         if not batch:
             return []
         with self._writing() as cur:
@@ -414,17 +419,6 @@ class FileStore(Purging):
         """The scopes with a folder (kebab-case names only), sorted."""
         self._check_open()
         return self._scopes()
-
-    def forget_session(
-        self, session_id: str, scopes: Sequence[str], *, reason: str | None = None
-    ) -> builtins.list[Change]:
-        """Tombstone the live entries of ``scopes`` whose last record ``session_id`` wrote, one
-        journal record each: :func:`agentmemory.forget_session` on this store
-        (docs/kinds.md#forgetting-a-session). Refuses an empty or unknown scope list and an
-        empty session id with :class:`~agentmemory.InvalidEntryError`, writing nothing."""
-        from agentmemory.forget_session import forget_session
-
-        return forget_session(self, session_id, scopes, reason=reason)
 
     def forget(self, scope: str, name: str, *, session: str | None = None) -> Change:
         """Remove the entry file and append a tombstone (the last content and meta,
@@ -498,41 +492,16 @@ class FileStore(Purging):
         with self._lexicon_lock:
             docs = self._current_lexicon().documents(scopes)
             found = [e.copy() for e in docs if (e.meta or {}).get("supersedes")]
-        order = {s: i for i, s in enumerate(scopes)}
-        found.sort(key=lambda e: (order[e.scope], e.name.encode()))
-        return found
+        return by_scope_then_name(found, scopes)
 
-    def recall(
-        self,
-        query: str,
-        *,
-        scopes: Sequence[str],
-        limit: int = 5,
-        mode: str = "auto",
-        as_of: date | str | None = None,
-        include_superseded: bool = False,
-    ) -> builtins.list[Hit[Entry]]:
-        """At most ``limit`` entries of ``scopes`` ranked for ``query``, best first: BM25 and,
-        when the store keeps vectors, the vector leg fused by reciprocal rank fusion (``mode``
-        ``"auto"`` is ``"hybrid"`` then, else ``"bm25"``); entries out of date on ``as_of``
-        (default today) are left out unless ``include_superseded``
-        (docs/kinds.md#out-of-date-on-purpose-only). See :func:`agentmemory.recall.recall_entries`
-        for the errors (:class:`~agentmemory.EmptyQueryError`, :class:`~agentmemory.InvalidEntryError`,
-        ``ValueError``, :class:`~agentmemory.RecallModeError`)."""
+    def _recall_legs(self) -> tuple[Recaller[Entry], Recaller[Entry] | None]:
+        """BM25 over the folder's in-memory index and, when the folder keeps vectors
+        (``.vectors``), the vector leg: ``recall`` (:class:`~agentmemory.stores.base.StoreBase`)
+        fuses them by reciprocal rank fusion."""
         vector = None
         if self._vectors is not None:
             vector = VectorRecaller(self, self._vectors.embedder)
-        return recall_entries(
-            self,
-            query,
-            scopes=scopes,
-            limit=limit,
-            mode=mode,
-            bm25=BM25Recaller(self),
-            vector=vector,
-            as_of=as_of,
-            include_superseded=include_superseded,
-        )
+        return BM25Recaller(self), vector
 
     # -- lifetime --------------------------------------------------------------------------------
 
@@ -545,12 +514,6 @@ class FileStore(Purging):
         with self._lexicon_lock:
             self._lexicon.clear()
             self._lexicon_off = None
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"FileStore({str(self._root)!r}, max_entry_bytes={self._limit})"

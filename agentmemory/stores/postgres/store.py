@@ -35,21 +35,21 @@ import builtins
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import suppress
-from datetime import date, datetime
-from typing import ClassVar, Self
+from datetime import datetime
+from typing import ClassVar
 
 import psycopg
 from psycopg import errors as pg_errors
 
 from agentmemory.entries import Change, Entry
 from agentmemory.errors import AgentMemoryError, NotFoundError
-from agentmemory.recall import recall_entries, search_entries
+from agentmemory.recall import search_entries
 from agentmemory.rules import DEFAULT_MAX_ENTRY_BYTES, check_entry, check_scope
 from agentmemory.store import plan_forget, plan_put
+from agentmemory.stores.base import StoreBase, checked_batch, utc_now
 from agentmemory.stores.lexicon_state import TOKENIZER_STATE_KEY
-from agentmemory.stores.mem import utc_now
 from agentmemory.wire import decode_change
-from recallers import DEFAULT_TOKENIZER, BM25Recaller, Hit, Tokenizer
+from recallers import DEFAULT_TOKENIZER, Tokenizer
 
 from .connection import ENTRY_COLUMNS, Conn, dsn_where, one_line, row_entry
 from .lexicon import TOP_KEYS_SQL, PgBM25Index
@@ -86,7 +86,7 @@ LIVE_PAGE_KEYS = 500
 """Entries per list of :meth:`PostgresStore.iter_live` by default."""
 
 
-class PostgresStore(PgPurge):
+class PostgresStore(PgPurge, StoreBase):
     """A :class:`~agentmemory.Store` in a PostgreSQL database: live entries, the journal, derived
     state and a BM25 lexical index, shared by every process and host given the same DSN.
 
@@ -264,9 +264,7 @@ class PostgresStore(PgPurge):
                 written.
             StoreLockedError, StoreUnavailableError: as for :meth:`put`; nothing is written.
         """
-        batch = builtins.list(entries)
-        for e in batch:
-            check_entry(e)
+        batch = checked_batch(entries)
         if not batch:
             return []
 
@@ -295,17 +293,6 @@ class PostgresStore(PgPurge):
 
         changes = self._write_changes(f"the put_many of {len(batch)} entries", run)
         return [c.copy() for c in changes]
-
-    def forget_session(
-        self, session_id: str, scopes: Sequence[str], *, reason: str | None = None
-    ) -> builtins.list[Change]:
-        """Tombstone the live entries of ``scopes`` whose last record ``session_id`` wrote, one
-        journal record each: :func:`agentmemory.forget_session` on this store
-        (docs/kinds.md#forgetting-a-session). Refuses an empty or unknown scope list and an
-        empty session id with :class:`~agentmemory.InvalidEntryError`, writing nothing."""
-        from agentmemory.forget_session import forget_session
-
-        return forget_session(self, session_id, scopes, reason=reason)
 
     def forget(self, scope: str, name: str, *, session: str | None = None) -> Change:
         """Write a tombstone (the last content and meta, ``deleted=True``) and return its record.
@@ -582,38 +569,6 @@ class PostgresStore(PgPurge):
         found.sort(key=lambda e: (order[e.scope], e.name.encode()))
         return found
 
-    def recall(
-        self,
-        query: str,
-        *,
-        scopes: Sequence[str],
-        limit: int = 5,
-        mode: str = "auto",
-        as_of: date | str | None = None,
-        include_superseded: bool = False,
-    ) -> builtins.list[Hit[Entry]]:
-        """At most ``limit`` live entries of ``scopes`` ranked by BM25 for ``query``, best first
-        (``mode`` ``"auto"`` or ``"bm25"``; a PostgresStore alone keeps no vectors). Each hit's
-        ``score`` is the BM25 score and ``legs["bm25"]`` its rank and score. Entries out of date
-        on ``as_of`` (default today) are left out unless ``include_superseded``
-        (docs/kinds.md#out-of-date-on-purpose-only).
-
-        Raises :class:`~agentmemory.EmptyQueryError`, :class:`~agentmemory.InvalidEntryError`
-        (a scope), ``ValueError`` (``limit`` under 1) and :class:`~agentmemory.RecallModeError`
-        (``"vector"``, ``"hybrid"``, or an unknown mode); see
-        :func:`agentmemory.recall.recall_entries`.
-        """
-        return recall_entries(
-            self,
-            query,
-            scopes=scopes,
-            limit=limit,
-            mode=mode,
-            bm25=BM25Recaller(self),
-            as_of=as_of,
-            include_superseded=include_superseded,
-        )
-
     # -- lifetime -----------------------------------------------------------------------------
 
     def close(self) -> None:
@@ -633,12 +588,6 @@ class PostgresStore(PgPurge):
                     with suppress(psycopg.Error):
                         conn.close()
             self._reader = self._writer = None
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"PostgresStore({self._where!r}, max_entry_bytes={self._limit})"

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from agentmemory.stores.mem import utc_now
+from agentmemory.stores.base import utc_now
 from agentmemory.wire import format_time
 
 from .core import SqliteCore

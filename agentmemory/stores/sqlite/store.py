@@ -44,9 +44,9 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import suppress
-from datetime import date, datetime
+from datetime import datetime
 from pathlib import Path
-from typing import ClassVar, Concatenate, ParamSpec, Self, TypeVar
+from typing import ClassVar, Concatenate, ParamSpec, TypeVar
 
 from agentmemory.entries import Change, Entry
 from agentmemory.errors import (
@@ -57,12 +57,12 @@ from agentmemory.errors import (
     StoreIOError,
     StoreLockedError,
 )
-from agentmemory.recall import recall_entries, search_entries
+from agentmemory.recall import search_entries
 from agentmemory.rules import DEFAULT_MAX_ENTRY_BYTES, check_entry, check_scope
 from agentmemory.store import plan_forget, plan_put
-from agentmemory.stores.mem import utc_now
+from agentmemory.stores.base import StoreBase, checked_batch, utc_now
 from agentmemory.wire import decode_change
-from recallers import DEFAULT_TOKENIZER, BM25Recaller, Hit, Tokenizer
+from recallers import DEFAULT_TOKENIZER, Tokenizer
 
 from .core import row_entry
 from .faults import JOURNAL_CUT_KEY, LEXICAL_DAMAGE_KEY, _LexiconDamaged
@@ -110,7 +110,7 @@ def _past_a_damaged_lexicon(
     return run
 
 
-class SqliteStore(Purging, Recovery):
+class SqliteStore(Purging, Recovery, StoreBase):
     """A :class:`~agentmemory.Store` in one sqlite file: live entries plus an append-only journal.
 
     Safe for several threads (one writer connection behind a lock, one reader connection behind
@@ -293,9 +293,7 @@ class SqliteStore(Purging, Recovery):
                 written.
             StoreLockedError: another writer held the file for over ``busy_timeout_s``.
         """
-        batch = builtins.list(entries)
-        for e in batch:
-            check_entry(e)
+        batch = checked_batch(entries)
         if not batch:
             return []
         with self._transaction() as conn:  # a refused entry rolls back every row before it
@@ -315,17 +313,6 @@ class SqliteStore(Purging, Recovery):
                 self._write(conn, change)
                 changes.append(change)
         return [c.copy() for c in changes]
-
-    def forget_session(
-        self, session_id: str, scopes: Sequence[str], *, reason: str | None = None
-    ) -> builtins.list[Change]:
-        """Tombstone the live entries of ``scopes`` whose last record ``session_id`` wrote, one
-        journal record each: :func:`agentmemory.forget_session` on this store
-        (docs/kinds.md#forgetting-a-session). Refuses an empty or unknown scope list and an
-        empty session id with :class:`~agentmemory.InvalidEntryError`, writing nothing."""
-        from agentmemory.forget_session import forget_session
-
-        return forget_session(self, session_id, scopes, reason=reason)
 
     @_past_a_damaged_lexicon
     def forget(self, scope: str, name: str, *, session: str | None = None) -> Change:
@@ -640,38 +627,6 @@ class SqliteStore(Purging, Recovery):
                     found[(scope, str(name))] = str(hash_)
         return found, unknown
 
-    def recall(
-        self,
-        query: str,
-        *,
-        scopes: Sequence[str],
-        limit: int = 5,
-        mode: str = "auto",
-        as_of: date | str | None = None,
-        include_superseded: bool = False,
-    ) -> builtins.list[Hit[Entry]]:
-        """At most ``limit`` live entries of ``scopes`` ranked by BM25 for ``query``, best first
-        (``mode`` ``"auto"`` or ``"bm25"``; an SqliteStore keeps no vectors). Each hit's
-        ``score`` is the BM25 score and ``legs["bm25"]`` its rank and score. Entries out of date
-        on ``as_of`` (default today) are left out unless ``include_superseded``
-        (docs/kinds.md#out-of-date-on-purpose-only).
-
-        Raises :class:`~agentmemory.EmptyQueryError`, :class:`~agentmemory.InvalidEntryError`
-        (a scope), ``ValueError`` (``limit`` under 1) and :class:`~agentmemory.RecallModeError`
-        (``"vector"``, ``"hybrid"``, or an unknown mode); see
-        :func:`agentmemory.recall.recall_entries`.
-        """
-        return recall_entries(
-            self,
-            query,
-            scopes=scopes,
-            limit=limit,
-            mode=mode,
-            bm25=BM25Recaller(self),
-            as_of=as_of,
-            include_superseded=include_superseded,
-        )
-
     # -- lifetime ----------------------------------------------------------------------------
 
     def close(self) -> None:
@@ -690,12 +645,6 @@ class SqliteStore(Purging, Recovery):
                 self._writer.execute("PRAGMA optimize")
             self._reader.close()
             self._writer.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"SqliteStore({str(self._path)!r}, max_entry_bytes={self._limit})"
