@@ -111,7 +111,7 @@ class KindRegistry:
     def set(self, kind: str, policy: KindPolicy) -> None:
         """Install or replace the policy of ``kind`` (kebab-case, e.g. ``"incident"``).
 
-        Raises :class:`~agentmemory.KindPolicyError` for a kind that is not kebab-case and
+        Raises :class:`~agentmemory.errors.KindPolicyError` for a kind that is not kebab-case and
         ``TypeError`` for a policy that is not a :class:`KindPolicy`.
         """
         if not valid_name(kind):

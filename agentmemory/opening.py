@@ -235,7 +235,7 @@ def open_journal(
 def get_embedder(name: str) -> Embedder:
     """The embedder the registry builds for ``name`` (``"onnx:all-MiniLM-L6-v2"``, ``"hashing"``).
 
-    Raises :class:`~agentmemory.EmbedderNameError` for a name the registry does not know or an
+    Raises :class:`~agentmemory.errors.EmbedderNameError` for a name the registry does not know or an
     argument it refuses (``"hashing:abc"``), with the registry's message.
     """
     import embedders
@@ -276,7 +276,7 @@ def choose_embedder(name: str | None = None) -> Embedder:
     vectors with a fast cold start), else through sentence-transformers when onnxruntime cannot
     run it here. Models load on first use, not here.
 
-    Raises :class:`~agentmemory.EmbedderNameError` for a ``name`` the registry cannot build.
+    Raises :class:`~agentmemory.errors.EmbedderNameError` for a ``name`` the registry cannot build.
     """
     if name is not None:
         return get_embedder(name)
@@ -309,7 +309,7 @@ def open_store(
     ``open_store(dsn=..., chroma_url="HOST:PORT")`` is the store for several hosts: the
     PostgreSQL journal and its vectors on that Chroma server, no local folder
     (:func:`open_hosted_store`). Without a Chroma server it raises
-    :class:`~agentmemory.ChromaAddressError` saying so; :func:`open_journal` with ``dsn`` opens
+    :class:`~agentmemory.errors.ChromaAddressError` saying so; :func:`open_journal` with ``dsn`` opens
     the journal alone (BM25 recall).
 
     Args:
@@ -321,7 +321,7 @@ def open_store(
             refuses a folder without a store (:class:`~agentmemory.NoStoreError`, nothing created).
         reindex: rebuild the vector index from the journal before returning: with ``embedder``
             given, with that embedder (switching to it); else with the one the rule chose (so it
-            never switches models unasked). The :class:`~agentmemory.IndexOutOfStepWarning` an
+            never switches models unasked). The :class:`~agentmemory.errors.IndexOutOfStepWarning` an
             index that is about to be rebuilt would give is not issued.
         max_entry_bytes: the content bound of writes, in UTF-8 bytes.
         format: ``"markdown"`` opens (or creates) a Markdown folder, a
@@ -364,7 +364,7 @@ def open_store(
     ``read_only``), the store opens journal-only (:attr:`ChromaStore.vector_unavailable` says
     why): writes land in the journal with a ``note``, and recall runs the BM25 leg alone.
 
-    Also what :meth:`ChromaStore.open` raises. An :class:`~agentmemory.IndexOutOfStepWarning` is
+    Also what :meth:`ChromaStore.open` raises. An :class:`~agentmemory.errors.IndexOutOfStepWarning` is
     issued (``warnings.warn``) when the index misses what the journal holds.
     """
     found_dsn = journal_dsn(path, format=format, dsn=dsn)
@@ -570,7 +570,7 @@ def open_store_moving_damage(
 ) -> tuple[ChromaStore | FileStore, MovedIndex | None]:
     """Open the existing store ``path`` for a repair: :func:`check_index_loads`, then
     :func:`agentmemory.open_store` (``create=False``, ``reindex``, ``options``). When the index
-    is damaged (the probe, or :class:`~agentmemory.IndexDamagedError` ``"vector"`` at open), move
+    is damaged (the probe, or :class:`~agentmemory.errors.IndexDamagedError` ``"vector"`` at open), move
     it aside (:func:`move_index_aside`) and open the store again with ``reindex=True``, which
     rebuilds it from the journal (docs/storage.md#a-damaged-vector-index).
 
@@ -617,8 +617,8 @@ def start_folder_server(
     every live entry there), so readers, which replay nothing, find every entry by meaning from
     the first search.
 
-    A record whose process is gone is reported (:class:`~agentmemory.ServerRecordWarning`) and
-    replaced; opening the store may warn :class:`~agentmemory.IndexOutOfStepWarning`.
+    A record whose process is gone is reported (:class:`~agentmemory.errors.ServerRecordWarning`) and
+    replaced; opening the store may warn :class:`~agentmemory.errors.IndexOutOfStepWarning`.
 
     Raises:
         NoStoreError: ``path`` is a file.

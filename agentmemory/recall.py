@@ -52,7 +52,7 @@ def search_entries(
     store: _Lists, scopes: Sequence[str], query: str, limit: int = 0
 ) -> builtins.list[Entry]:
     """The ``search`` every store shares: the live entries of ``scopes`` that
-    :func:`agentmemory.matches` ``query`` (every word a case-insensitive substring of name, meta
+    :func:`agentmemory.rules.matches` ``query`` (every word a case-insensitive substring of name, meta
     values or content; docs/contract.md#the-reference-search-predicate), scopes in the order given and entries by
     name (``store.list`` order), at most ``limit`` when ``limit > 0``.
 
@@ -78,7 +78,7 @@ def resolve_reranker(value: object) -> Reranker | None:
 
     Raises ``recallers.UnknownRerankerError`` (naming the value and the choices) for an unknown
     name, ``recallers.RerankerFolderError`` for a cross-encoder that is not a local model folder,
-    and :class:`~agentmemory.RerankError` for anything else.
+    and :class:`~agentmemory.errors.RerankError` for anything else.
     """
     if value is None:
         return None
@@ -144,10 +144,10 @@ def recall_entries(
        (:class:`~agentmemory.InvalidEntryError`);
     3. ``limit`` is a positive ``int`` (``ValueError``);
     4. ``mode`` is one of :data:`RECALL_MODES`, and ``"hybrid"``/``"vector"`` only when ``vector``
-       is given (:class:`~agentmemory.RecallModeError`, naming the store's class).
+       is given (:class:`~agentmemory.errors.RecallModeError`, naming the store's class).
 
     5. ``rerank`` is ``None`` (the store's ``reranker``, off when it has none), ``False`` (off),
-       ``True`` (the store's ``reranker``; :class:`~agentmemory.RerankError` when it has none),
+       ``True`` (the store's ``reranker``; :class:`~agentmemory.errors.RerankError` when it has none),
        a ``recallers.Reranker`` or a reranker's registry name
        (``recallers.UnknownRerankerError`` naming the value and the choices when unknown).
 

@@ -81,7 +81,7 @@ class RecalledEntry:
         score: the hit's fused score as recall returned it (unitless; see
             :attr:`recallers.Hit.score`).
         legs: each leg's rank (from 1) and raw score, by leg name (``"bm25"``, ``"vector"``).
-        reason: ``""`` for an entry the part holds, :data:`~agentmemory.OMIT_BUDGET` for one
+        reason: ``""`` for an entry the part holds, :data:`~agentmemory.manifest.OMIT_BUDGET` for one
             that did not fit in ``max_bytes``.
     """
 

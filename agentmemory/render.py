@@ -258,7 +258,7 @@ def render_parts(
         policy: a :class:`~agentmemory.KindRegistry`. With one, the block shows only entries of
             the kinds it always shows, at most ``max_entries`` of each kind over all the scopes
             (the most recently written), and leaves the rest out under reason
-            :data:`~agentmemory.OMIT_RECALL_ONLY` or :data:`~agentmemory.OMIT_KIND_LIMIT`,
+            :data:`~agentmemory.manifest.OMIT_RECALL_ONLY` or :data:`~agentmemory.manifest.OMIT_KIND_LIMIT`,
             naming them in a line per scope so the model knows they exist and can search them
             (``docs/kinds.md#the-block-under-a-policy``). Without one (the default), every entry
             is a candidate and the block is the contract's, byte for byte.

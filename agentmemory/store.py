@@ -67,7 +67,7 @@ class Store(Protocol):
         ...
 
     def search(self, scopes: Sequence[str], query: str, limit: int = 0) -> builtins.list[Entry]:
-        """Live entries of ``scopes`` matching ``query`` (see :func:`agentmemory.matches`), at most
+        """Live entries of ``scopes`` matching ``query`` (see :func:`agentmemory.rules.matches`), at most
         ``limit`` when ``limit > 0``."""
         ...
 

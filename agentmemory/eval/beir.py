@@ -191,7 +191,7 @@ def load_beir(folder: str | Path, *, split: str = "test") -> BeirDataset:
 
     Returns the documents, the judged queries (score > 0; at least one relevant document the
     corpus holds) and a :class:`BeirReport`. Raises ``FileNotFoundError`` naming a missing file and
-    :class:`~agentmemory.DataFormatError` (a ``ValueError``) naming the file and line of a
+    :class:`~agentmemory.errors.DataFormatError` (a ``ValueError``) naming the file and line of a
     malformed row.
     """
     folder = Path(folder)

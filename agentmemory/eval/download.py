@@ -4,7 +4,7 @@ Lookup order for a data set (:func:`find_data`): the ``data`` path the caller gi
 else the ``shared/data`` folder next to the repository when present (a development checkout;
 docs/recall.md#evaluation-data); else the cache folder
 (``platformdirs.user_cache_dir("agentmemory")/data``, or ``$AGENTMEMORY_CACHE_DIR/data``).
-When none holds the files, :class:`~agentmemory.DataNotFoundError` names the places tried, the
+When none holds the files, :class:`~agentmemory.errors.DataNotFoundError` names the places tried, the
 public URL and ``--download``.
 
 :func:`download` fetches one public file with ``urllib``, checks its SHA-256 and caches it; it
@@ -118,7 +118,7 @@ def find_data(dataset: str, data: str | Path | None = None) -> Path:
     LoCoMo a folder's ``locomo-dev.json`` is preferred to ``locomo10.json``. Without ``data``: the
     ``shared/data`` folder next to the repository when present, then ``cache_dir()/data``.
 
-    Raises :class:`~agentmemory.DataNotFoundError` naming every path tried, the public URL and
+    Raises :class:`~agentmemory.errors.DataNotFoundError` naming every path tried, the public URL and
     ``--download``; ``ValueError`` for an unknown ``dataset``.
     """
     _check_dataset(dataset)
@@ -155,7 +155,7 @@ def download(
     and equal to ``sha256`` (hex, any case). ``timeout_s`` bounds each network wait, in seconds;
     ``progress`` shows a tqdm bar on stderr.
 
-    Raises :class:`~agentmemory.DownloadError` (an ``OSError``) on an HTTP error status, a network
+    Raises :class:`~agentmemory.errors.DownloadError` (an ``OSError``) on an HTTP error status, a network
     error, a body shorter than its ``Content-Length``, or a digest mismatch; in every case no
     temporary file is left and an existing ``dest`` is not replaced.
     """
@@ -245,7 +245,7 @@ def fetch_dataset(
     and 300 judged queries (only for the default ``url``); its SHA-256 is written to
     ``<root>/scifact/SOURCE.json``. Nothing half-extracted is left.
 
-    Raises :class:`~agentmemory.DownloadError` when fetching or checking fails.
+    Raises :class:`~agentmemory.errors.DownloadError` when fetching or checking fails.
     """
     _check_dataset(dataset)
     base = Path(root) if root is not None else cache_dir() / "data"
@@ -293,7 +293,7 @@ def locate_data(
     is called first with one line saying so). What ``agentmemory eval`` and ``agentmemory demo``
     read, ``--data`` and ``--download`` being ``data`` and ``download``.
 
-    Raises :class:`~agentmemory.DataNotFoundError` when nothing is found and nothing may be
+    Raises :class:`~agentmemory.errors.DataNotFoundError` when nothing is found and nothing may be
     fetched (a ``data`` that holds nothing is never replaced by a download), what
     :func:`fetch_dataset` raises, and ``ValueError`` for an unknown ``dataset``.
     """

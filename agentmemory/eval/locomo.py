@@ -316,7 +316,7 @@ def load_locomo(
     docstring). Evidence ids are normalised with :func:`normalise_evidence` and checked against the
     conversation's turns; questions left without evidence are skipped and counted in the report.
 
-    Raises ``OSError`` when the file cannot be read, :class:`~agentmemory.DataFormatError` (a
+    Raises ``OSError`` when the file cannot be read, :class:`~agentmemory.errors.DataFormatError` (a
     ``ValueError``) when it is not JSON in that schema (a list of samples with ``sample_id``,
     ``conversation`` and ``qa``), naming the file.
     """

@@ -699,7 +699,7 @@ def evaluate_locomo(
 
     Returns an :class:`EvalResult` whose groups are the categories in the paper's order
     (single-hop, multi-hop, temporal, open-domain, adversarial). Raises
-    :class:`~agentmemory.DataNotFoundError` when no data is found, ``ValueError`` for bad ``ks``,
+    :class:`~agentmemory.errors.DataNotFoundError` when no data is found, ``ValueError`` for bad ``ks``,
     ``depth`` or ``limits``, and what the store raises (e.g.
     :class:`~agentmemory.StoreLockedError` when another process holds a cached store).
     """

@@ -102,7 +102,7 @@ class StoreBase:
         (docs/kinds.md#out-of-date-on-purpose-only).
 
         Raises :class:`~agentmemory.EmptyQueryError`, :class:`~agentmemory.InvalidEntryError`
-        (a scope), ``ValueError`` (``limit`` under 1) and :class:`~agentmemory.RecallModeError`
+        (a scope), ``ValueError`` (``limit`` under 1) and :class:`~agentmemory.errors.RecallModeError`
         (a mode the store cannot serve, or an unknown one), before searching; see
         :func:`agentmemory.recall.recall_entries`.
         """

@@ -195,7 +195,7 @@ class MemStore(StoreBase):
         return ErasureCheck(scope, name, looked, tuple(found))
 
     def search(self, scopes: Sequence[str], query: str, limit: int = 0) -> builtins.list[Entry]:
-        """Live entries matching ``query`` by :func:`agentmemory.matches`, scopes in the order
+        """Live entries matching ``query`` by :func:`agentmemory.rules.matches`, scopes in the order
         given and entries by name, at most ``limit`` when ``limit > 0``.
 
         Raises :class:`~agentmemory.InvalidEntryError` for a scope that is not kebab-case.

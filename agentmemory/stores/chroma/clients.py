@@ -338,7 +338,7 @@ def open_folder(folder: Path, timeout_s: float) -> Any:
         IndexDamagedError: Chroma cannot open ``folder/chroma`` (a truncated or garbled
             ``chroma.sqlite3``, a folder it may not read); the cure, ``agentmemory verify
             --repair``, moves it aside and rebuilds it from the journal.
-            :class:`~agentmemory.IndexReadOnlyError` (a subclass) when it may not write there.
+            :class:`~agentmemory.errors.IndexReadOnlyError` (a subclass) when it may not write there.
     """
     key = (str(folder.resolve()), os.getpid())
     with _lock:

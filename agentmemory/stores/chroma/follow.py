@@ -190,7 +190,7 @@ class IndexFollower:
     # -- lost scopes -------------------------------------------------------------------------
 
     def warn_lost(self) -> None:
-        """Warn (:class:`~agentmemory.IndexOutOfStepWarning`) when the index lacks scopes the
+        """Warn (:class:`~agentmemory.errors.IndexOutOfStepWarning`) when the index lacks scopes the
         journal has live entries in that the cursor says were indexed, and remember them in
         the journal until :meth:`clear_lost`."""
         cursor = self.cursor.position
@@ -212,7 +212,7 @@ class IndexFollower:
             )
 
     def warn_shorter_journal(self) -> None:
-        """Warn (:class:`~agentmemory.IndexOutOfStepWarning`) when the index holds vectors of
+        """Warn (:class:`~agentmemory.errors.IndexOutOfStepWarning`) when the index holds vectors of
         more entries than the journal has live ones: what a journal that lost its last records
         looks like (an older copy restored, a WAL cut by a power loss), since the entries those
         records made keep their vectors. One count per collection; call it after

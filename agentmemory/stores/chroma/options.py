@@ -69,7 +69,7 @@ class ChromaStoreOptions(TypedDict, total=False):
             carries a ``note`` that the holder indexes it), and :meth:`ChromaStore.recall`
             runs the BM25 leg alone, each hit naming the missing leg. Default ``False``.
         journal_only_when_damaged: when Chroma cannot open the embedded folder's index
-            (:class:`~agentmemory.IndexDamagedError`, a truncated or garbled
+            (:class:`~agentmemory.errors.IndexDamagedError`, a truncated or garbled
             ``chroma.sqlite3``), open the journal alone instead of raising, as
             ``journal_only_when_held`` does: writes land in the journal with a ``note`` naming
             the cure, and :meth:`ChromaStore.recall` runs the BM25 leg, each hit naming the

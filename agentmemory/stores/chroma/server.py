@@ -6,7 +6,7 @@ The server keeps its collections in ``DIR/chroma-server/db`` (not in ``DIR/chrom
 embedded client's folder: the two indexes never share files, each has its own cursor in the
 journal's ``store_state``). The record, ``DIR/chroma-server/server.json``, holds the server's
 pid, host, port, start time (RFC 3339 UTC) and the chromadb version that started it. A record
-whose process is gone is ignored (with a :class:`~agentmemory.ServerRecordWarning`) and replaced
+whose process is gone is ignored (with a :class:`~agentmemory.errors.ServerRecordWarning`) and replaced
 by the next start. Starting takes a :class:`~agentmemory.stores.chroma.clients.FolderLock` on
 ``DIR/chroma-server`` so that two openers starting at once start one server.
 
@@ -194,7 +194,7 @@ def _answers(host: str, port: int) -> bool:
 
 def live_record(folder: str | os.PathLike[str], *, report: bool = True) -> ServerRecord | None:
     """The folder's record when its process runs, else ``None``. A record whose process is gone
-    is reported (a :class:`~agentmemory.ServerRecordWarning`, when ``report``) and ignored."""
+    is reported (a :class:`~agentmemory.errors.ServerRecordWarning`, when ``report``) and ignored."""
     record = read_record(folder)
     if record is None:
         return None

@@ -257,7 +257,7 @@ class ChromaStore(Purging, IndexUpkeep, StoreBase):
         Opening replays the journal records the index cursor has not seen (a crash between a
         journal commit and its index update loses nothing). When the index lacks whole scopes
         that the journal holds (for example, its Chroma folder was deleted), opening warns with
-        :class:`~agentmemory.IndexOutOfStepWarning`, and keeps warning until ``reindex()`` or
+        :class:`~agentmemory.errors.IndexOutOfStepWarning`, and keeps warning until ``reindex()`` or
         a clean ``repair()``; the store works meanwhile, and vector search misses those entries.
 
         Raises:
@@ -449,8 +449,8 @@ class ChromaStore(Purging, IndexUpkeep, StoreBase):
         (docs/recall.md#reranking).
 
         Raises :class:`~agentmemory.EmptyQueryError`, :class:`~agentmemory.InvalidEntryError`
-        (a scope), ``ValueError`` (``limit`` under 1), :class:`~agentmemory.RecallModeError`
-        (an unknown mode) and :class:`~agentmemory.RerankError` (``rerank=True`` without a
+        (a scope), ``ValueError`` (``limit`` under 1), :class:`~agentmemory.errors.RecallModeError`
+        (an unknown mode) and :class:`~agentmemory.errors.RerankError` (``rerank=True`` without a
         reranker), before searching; see :func:`agentmemory.recall.recall_entries`.
         """
         self._check_open()

@@ -221,7 +221,7 @@ class FileStore(Purging, StoreBase):
         return self._read_scope(scope)
 
     def search(self, scopes: Sequence[str], query: str, limit: int = 0) -> builtins.list[Entry]:
-        """Entries matching ``query`` by :func:`agentmemory.matches`, scopes in the order given
+        """Entries matching ``query`` by :func:`agentmemory.rules.matches`, scopes in the order given
         and entries by name, at most ``limit`` when ``limit > 0``.
 
         Raises :class:`~agentmemory.InvalidEntryError` for a scope that is not kebab-case.

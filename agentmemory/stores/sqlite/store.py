@@ -451,7 +451,7 @@ class SqliteStore(Purging, Recovery, StoreBase):
         return out
 
     def search(self, scopes: Sequence[str], query: str, limit: int = 0) -> builtins.list[Entry]:
-        """Live entries matching ``query`` by :func:`agentmemory.matches` (every word a
+        """Live entries matching ``query`` by :func:`agentmemory.rules.matches` (every word a
         case-insensitive substring of name, meta values or content), scopes in the order given
         and entries by name, at most ``limit`` when ``limit > 0``.
 
