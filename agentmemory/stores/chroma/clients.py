@@ -278,6 +278,9 @@ class SharedIndex:
 
 _lock = threading.Lock()
 _folders: dict[tuple[str, int], _Folder] = {}
+# The folders a purge asked to scrub in this process (resolved path, process id): this process's
+# heap may hold their erased text for as long as it runs, so every last close scrubs them again.
+_purged: set[tuple[str, int]] = set()
 _indexes: dict[IndexKey, SharedIndex] = {}
 
 
@@ -383,11 +386,12 @@ def close_folder(folder: Path) -> None:
         if found.refs > 0:
             return
         del _folders[key]
+        scrub = found.scrub or key in _purged
     try:
         close = getattr(found.client, "close", None)
         if close is not None:
             close()
-        if found.scrub:
+        if scrub:
             _scrub_closed(folder)
     finally:
         found.lock.release()
@@ -395,13 +399,15 @@ def close_folder(folder: Path) -> None:
 
 def scrub_on_close(folder: Path) -> None:
     """Scrub ``folder/chroma`` again (:func:`agentmemory.stores.chroma.files.scrub_chroma_folder`)
-    when this process's last :func:`close_folder` of ``folder`` has closed its client, before
-    the folder lock is released. A purge calls it: Chroma may write its HNSW files after the
-    purge's own scrub (their unused capacity from this process's heap, which holds the erased
-    text) until its client is closed (docs/storage.md#purge-and-the-files). Nothing happens for
-    a folder this process has not opened."""
+    whenever this process's last :func:`close_folder` of ``folder`` has closed its client,
+    before the folder lock is released: now, and at every later close of the folder in this
+    process. A purge calls it: Chroma may write its HNSW files after the purge's own scrub
+    (their unused capacity from this process's heap, which holds the erased text) until its
+    client is closed, and a client this process opens later writes from the same heap
+    (docs/storage.md#purge-and-the-files)."""
     key = (str(folder.resolve()), os.getpid())
     with _lock:
+        _purged.add(key)
         found = _folders.get(key)
         if found is not None:
             found.scrub = True

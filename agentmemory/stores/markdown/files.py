@@ -57,7 +57,6 @@ class FolderFiles:
     _vectors: FolderVectors | None
     _cursor_moved: bool
     _recovery: str | None
-    _purge_finished: bool
     # entry files (scope/name -> FileStat) the journal agreed with at this handle's last sweep
     # or reconcile; None until then, when the first write looks at every file
     _seen: dict[str, FileStat] | None

@@ -298,7 +298,6 @@ class Purging(Reconciling):
             log.warning("agentmemory: store %s: %s", self._root, self._recovery)
             return
         remove_durably(path)
-        self._purge_finished = True
         self._recovery = (
             f"finished an interrupted purge of {who}: the journal was already redacted; the "
             "entry file, INDEX.md, .state.json and the vector index were brought in step now"

@@ -164,7 +164,6 @@ class FileStore(Purging, StoreBase):
         self._vectors: FolderVectors | None = None
         self._cursor_moved = False
         self._recovery: str | None = None
-        self._purge_finished = False  # this handle finished a killed process's purge
         # entry files (scope/name -> FileStat) the journal agreed with at this handle's last
         # sweep or reconcile; None until then, when the first write looks at every file
         self._seen: dict[str, FileStat] | None = None
@@ -180,11 +179,6 @@ class FileStore(Purging, StoreBase):
             self._vectors = FolderVectors(
                 self._root, embedder, lock_timeout_s=self._lock_timeout_s, reindex=reindex
             )
-            if self._purge_finished:
-                # finishing the purge read the erased text into this process's heap, and Chroma
-                # may write HNSW capacity from that heap until its client closes: the last close
-                # scrubs again (docs/storage.md#purge-and-the-files)
-                self._vectors.scrub_on_close()
 
     # -- properties --------------------------------------------------------------------------
 

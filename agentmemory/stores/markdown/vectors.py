@@ -318,11 +318,6 @@ class FolderVectors:
         hits.sort(key=lambda h: (-h[0], h[1], h[3].encode()))
         return [(scope, name, score) for score, _, scope, name in hits[:limit]]
 
-    def scrub_on_close(self) -> None:
-        """Scrub ``.vectors/chroma`` again when this process's last handle on it closes
-        (:func:`agentmemory.stores.chroma.clients.scrub_on_close`)."""
-        scrub_on_close(self._folder)
-
     def close(self) -> None:
         """Release ``.vectors`` (the last handle of the process closes the client); idempotent."""
         with self._lock:
