@@ -94,8 +94,8 @@ class StoreBase:
     ) -> builtins.list[Hit[Entry]]:
         """At most ``limit`` live entries of ``scopes`` ranked for ``query``, best first.
 
-        BM25 and, when the store keeps vectors, the vector leg fused by reciprocal rank fusion
-        (``mode`` ``"auto"`` is ``"hybrid"`` then, else ``"bm25"``; ``"vector"`` and
+        BM25 and, when the store keeps vectors, the vector leg fused by ``recallers.DEFAULT_FUSION``
+        (a z-score convex combination, docs/recall.md#the-default-fusion; ``mode`` ``"auto"`` is ``"hybrid"`` then, else ``"bm25"``; ``"vector"`` and
         ``"hybrid"`` need vectors). Each hit's ``score`` is the fused score (one leg: its raw
         score) and ``legs`` each leg's rank and raw score. Entries out of date on ``as_of``
         (default today) are left out unless ``include_superseded``

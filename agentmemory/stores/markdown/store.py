@@ -111,7 +111,7 @@ class FileStore(Purging, StoreBase):
         tokenizer: the terms the in-memory BM25 index of :meth:`recall` uses.
         embedder: when given, a vector index is kept beside the files (Chroma, under
             ``.vectors/``, following the journal; :mod:`agentmemory.stores.markdown.vectors`) and
-            :meth:`recall` is hybrid (BM25 + vectors, reciprocal rank fusion). Without one,
+            :meth:`recall` is hybrid (BM25 + vectors, fused by the default fusion). Without one,
             recall is BM25 only.
         reindex: drop the vector index and make every vector again with ``embedder`` (to
             switch embedders).
@@ -497,7 +497,7 @@ class FileStore(Purging, StoreBase):
     def _recall_legs(self) -> tuple[Recaller[Entry], Recaller[Entry] | None]:
         """BM25 over the folder's in-memory index and, when the folder keeps vectors
         (``.vectors``), the vector leg: ``recall`` (:class:`~agentmemory.stores.base.StoreBase`)
-        fuses them by reciprocal rank fusion."""
+        fuses them by the default fusion (docs/recall.md#the-default-fusion)."""
         vector = None
         if self._vectors is not None:
             vector = VectorRecaller(self, self._vectors.embedder)
