@@ -49,15 +49,18 @@ from .stores.chroma.store import ChromaStore
 from .stores.markdown.store import FileStore
 from .stores.mem import MemStore
 from .stores.sqlite.store import SqliteStore
-from .tool_adapters import dispatch_anthropic, dispatch_openai, to_anthropic, to_openai
 from .tools import (
     DEFAULT_SEARCH_BYTES,
     DEFAULT_SEARCH_LIMIT,
     Tool,
     ToolResult,
+    dispatch_anthropic,
+    dispatch_openai,
+    to_anthropic,
+    to_openai,
     tools,
+    usage,
 )
-from .usage import usage
 
 __all__ = [
     "DEFAULT_MAX_TOTAL_BYTES",

@@ -22,7 +22,7 @@ from mcp.shared.exceptions import MCPError
 from test_tool_adapters import READ_SCOPES, SCOPES, SCRIPT, check_transcript, transcript_entry
 
 from agentmemory import ChromaStore, Entry, MemStore, tools, usage
-from agentmemory.mcp_server import BLOCK_URI, MemoryServer
+from agentmemory.tools.mcp_server import BLOCK_URI, MemoryServer
 from embedders import HashingEmbedder
 
 ROOT = Path(__file__).resolve().parents[1]

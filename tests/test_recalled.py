@@ -26,8 +26,8 @@ from agentmemory import (
     render,
 )
 from agentmemory.manifest import OMIT_BUDGET
-from agentmemory.mcp_server import RECALL_PROMPT, MemoryServer
 from agentmemory.recalled import DEFAULT_MIN_COSINE, RECALLED_PART_ID
+from agentmemory.tools.mcp_server import RECALL_PROMPT, MemoryServer
 from embedders import HashingEmbedder
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from agentmemory import MemStore, Store, ToolResult, tools
-from agentmemory.tool_adapters import (
+from agentmemory.tools import (
     OPENAI_ERROR_PREFIX,
     call_tool,
     dispatch_anthropic,

@@ -72,8 +72,8 @@ def mcp_command(
     for it. Stops when the client closes stdin.
     """
     logging.basicConfig(level=logging.WARNING)  # stderr: stdout carries the protocol
-    from ..mcp_server import MemoryServer, serve_stdio
     from ..tools import ToolConfigError, check_tool_scopes
+    from ..tools.mcp_server import MemoryServer, serve_stdio
 
     try:  # refuse bad scopes before the store folder is created or a model is loaded
         check_tool_scopes(scopes, read_scopes)

@@ -35,13 +35,15 @@ from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
-from .kinds import KindRegistry
-from .manifest import Manifest
-from .recalled import DEFAULT_RECALL_BYTES, recall_part
-from .render import DEFAULT_MAX_TOTAL_BYTES, render
-from .store import Store
-from .tool_adapters import call_tool
-from .tools import DEFAULT_SEARCH_BYTES, DEFAULT_SEARCH_LIMIT, Tool, tools
+from ..kinds import KindRegistry
+from ..manifest import Manifest
+from ..recalled import DEFAULT_RECALL_BYTES, recall_part
+from ..render import DEFAULT_MAX_TOTAL_BYTES, render
+from ..store import Store
+from .adapters import call_tool
+from .schemas import DEFAULT_SEARCH_BYTES, DEFAULT_SEARCH_LIMIT
+from .tool import Tool
+from .toolset import tools
 from .usage import usage
 
 __all__ = ["BLOCK_URI", "RECALL_PROMPT", "SERVER_NAME", "MemoryServer", "serve_stdio"]

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, cast
 
-from .tools import Tool, ToolResult
+from .tool import Tool, ToolResult
 
 __all__ = [
     "OPENAI_ERROR_PREFIX",
