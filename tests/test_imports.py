@@ -179,6 +179,8 @@ def test_the_command_line_loads_its_modules_and_nothing_heavy() -> None:
 
 
 def _module_name(path: Path) -> str:
+    if not path.is_relative_to(ROOT):  # a module written by a test
+        return path.stem
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
@@ -192,43 +194,63 @@ def _is_type_checking(node: ast.If) -> bool:
     )
 
 
-def _import_time_imports(path: Path) -> set[str]:
-    """The modules of ours ``path`` imports when it is imported: top-level statements (and the
-    bodies of top-level ``if``/``try`` other than ``if TYPE_CHECKING``), not function bodies."""
+def _imports(path: Path, *, in_functions: bool = False) -> set[str]:
+    """The modules ``path`` imports: top-level statements (and the bodies of top-level
+    ``if``/``try`` other than ``if TYPE_CHECKING``); with ``in_functions``, also the imports
+    inside function and method bodies, which run on the first call (a circle through them is a
+    circle all the same, only found later)."""
     name = _module_name(path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
 
+    def add(node: ast.Import | ast.ImportFrom) -> None:
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+            return
+        if node.level:
+            base = package.split(".")
+            base = base[: len(base) - node.level + 1]
+            mod = ".".join(base + ([node.module] if node.module else []))
+        else:
+            mod = node.module or ""
+        found.add(mod)
+        # `from . import x` and `from .pkg import sub` may name submodules
+        found.update(f"{mod}.{a.name}" for a in node.names)
+
     def visit(body: list[ast.stmt]) -> None:
         for node in body:
-            if isinstance(node, ast.If) and not _is_type_checking(node):
+            if isinstance(node, ast.If) and _is_type_checking(node):
+                continue
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                add(node)
+            elif isinstance(node, ast.If | ast.Try):
                 visit(node.body)
                 visit(node.orelse)
-            elif isinstance(node, ast.Try):
-                visit(node.body)
-            elif isinstance(node, ast.Import):
-                found.update(a.name for a in node.names)
-            elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base = package.split(".")
-                    base = base[: len(base) - node.level + 1]
-                    mod = ".".join(base + ([node.module] if node.module else []))
-                else:
-                    mod = node.module or ""
-                found.add(mod)
-                # `from . import x` and `from .pkg import sub` may name submodules
-                found.update(f"{mod}.{a.name}" for a in node.names)
+                if isinstance(node, ast.Try):
+                    for handler in node.handlers:
+                        visit(handler.body)
+                    visit(node.finalbody)
+            elif in_functions:
+                # every nested statement: function and class bodies, with, for, while, match
+                for child in ast.iter_child_nodes(node):
+                    if isinstance(child, ast.stmt):
+                        visit([child])
+                for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+                    for child in getattr(node, field, []) or []:
+                        if isinstance(child, ast.excepthandler | ast.match_case):
+                            visit(child.body)
 
     visit(ast.parse(path.read_text(encoding="utf-8")).body)
     return found
 
 
-def _graph() -> dict[str, set[str]]:
+def _graph(*, in_functions: bool = False) -> dict[str, set[str]]:
     paths = [p for pkg in PACKAGES for p in sorted((ROOT / pkg).rglob("*.py"))]
     modules = {_module_name(p): p for p in paths}
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
-        targets = {m for m in _import_time_imports(path) if m in modules and m != name}
+        imported = _imports(path, in_functions=in_functions)
+        targets = {m for m in imported if m in modules and m != name}
         # importing a.b.c runs a and a.b first, so a package's own __init__ is not an edge
         graph[name] = {t for t in targets if not name.startswith(t + ".")}
     return graph
@@ -253,8 +275,9 @@ def test_the_bottom_modules_import_only_what_they_are_allowed(module: str) -> No
 
 
 @pytest.mark.slow
-def test_our_import_graph_is_acyclic() -> None:
-    graph = _graph()
+@pytest.mark.parametrize("in_functions", [False, True], ids=["at-import", "with-function-bodies"])
+def test_our_import_graph_is_acyclic(in_functions: bool) -> None:
+    graph = _graph(in_functions=in_functions)
     state: dict[str, int] = {}  # 1 visiting, 2 done
     cycles: list[list[str]] = []
 
@@ -271,6 +294,40 @@ def test_our_import_graph_is_acyclic() -> None:
         if node not in state:
             walk(node, [node])
     assert not cycles, f"import cycles: {cycles}"
+
+
+def test_a_cycle_through_a_function_body_is_found(tmp_path: Path) -> None:
+    # the reader the acyclic test relies on sees an import inside a method, a with and a try
+    src = tmp_path / "mod.py"
+    src.write_text(
+        "import os\n"
+        "class A:\n"
+        "    def f(self):\n"
+        "        with open('x'):\n"
+        "            try:\n"
+        "                from agentmemory.opening import open_store\n"
+        "            except ImportError:\n"
+        "                import recallers.bm25\n"
+        "if TYPE_CHECKING:\n"
+        "    import embedders\n",
+        encoding="utf-8",
+    )
+    seen = _imports(src, in_functions=True)
+    assert {"agentmemory.opening", "agentmemory.opening.open_store", "recallers.bm25"} <= seen
+    assert "embedders" not in seen
+    assert _imports(src) == {"os"}
+
+
+@pytest.mark.slow
+def test_recallers_ranks_only_it_imports_no_store_driver_and_none_of_agentmemory() -> None:
+    # docs/README.md#layout-and-the-direction-of-imports: each store owns its lexical index
+    forbidden = {"sqlite3", "psycopg", "psycopg_pool", "chromadb", "agentmemory"}
+    found: dict[str, set[str]] = {}
+    for path in sorted((ROOT / "recallers").rglob("*.py")):
+        tops = {m.split(".")[0] for m in _imports(path, in_functions=True)}
+        if tops & forbidden:
+            found[path.name] = tops & forbidden
+    assert found == {}
 
 
 def _init_public_names(path: Path) -> set[str]:
