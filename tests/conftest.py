@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from chroma_server import ChromaServerFailed, http_client, running_chroma_server
 from pg_cluster import Cluster, ClusterUnavailable, running_cluster
 
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
@@ -68,3 +70,21 @@ def pg_cluster() -> Iterator[Cluster]:
 def pg_dsn(pg_cluster: Cluster) -> str:
     """The DSN of a new, empty database on the session's cluster (one per test)."""
     return pg_cluster.create_database()
+
+
+@pytest.fixture(scope="session")
+def chroma_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    """The port of one `chroma run` server on 127.0.0.1 for the whole session (tests/chroma_server.py),
+    stopped at its end."""
+    try:
+        with running_chroma_server(tmp_path_factory.mktemp("chroma-server")) as port:
+            yield port
+    except ChromaServerFailed as err:
+        pytest.fail(str(err))
+
+
+@pytest.fixture(scope="session")
+def chroma_client(chroma_port: int) -> Iterator[Any]:
+    """A ``chromadb.HttpClient`` to the session's Chroma server."""
+    with http_client(chroma_port) as c:
+        yield c

@@ -1,93 +1,29 @@
 """ChromaStore through chromadb.HttpClient against a real Chroma server (`chroma run` on
-127.0.0.1, a free port, a temporary path), started once for this module and stopped at its end:
-the conformance suite, the shared store cases, stores sharing one server, and several processes
+127.0.0.1, a free port, a temporary path; tests/chroma_server.py), started once for the session
+and stopped at its end: the shared store cases, stores sharing one server, and several processes
 writing one store, which is how the README tells multi-process users to run."""
 
 from __future__ import annotations
 
 import hashlib
-import socket
 import subprocess
 import sys
 import textwrap
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from chroma_store_cases import CASES, DIM, Backend, embed, indexed_cosine, keys
 
-from agentmemory import ChromaStore, Entry, Store
+from agentmemory import ChromaStore, Entry
 from agentmemory.stores.chroma.clients import LOCK_FILE_NAME
-from agentmemory.testing import CASES as CONFORMANCE_CASES
-from agentmemory.testing import Harness
 from embedders import HashingEmbedder
 
 REPO = Path(__file__).resolve().parents[1]
-SERVER_START_TIMEOUT_S = 60.0
 CHILD_TIMEOUT_S = 180
 
 pytestmark = pytest.mark.slow
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def http_client(port: int) -> Any:
-    import chromadb
-    from chromadb.config import Settings
-
-    return chromadb.HttpClient(
-        host="127.0.0.1", port=port, settings=Settings(anonymized_telemetry=False)
-    )
-
-
-@pytest.fixture(scope="module")
-def server_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
-    """A `chroma run` server on 127.0.0.1; stopped (terminate, then kill) when the module ends."""
-    chroma = Path(sys.executable).parent / "chroma"
-    assert chroma.exists(), f"the chroma command is missing beside {sys.executable}"
-    home = tmp_path_factory.mktemp("chroma-server")
-    port = free_port()
-    log_path = home / "server.log"
-    with open(log_path, "w") as log:
-        argv = [str(chroma), "run", "--path", str(home / "db"), "--host", "127.0.0.1"]
-        proc = subprocess.Popen(
-            [*argv, "--port", str(port)],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        try:
-            deadline = time.monotonic() + SERVER_START_TIMEOUT_S
-            while True:
-                if proc.poll() is not None:
-                    pytest.fail(f"chroma run exited with {proc.returncode}: {log_path.read_text()}")
-                try:
-                    with http_client(port) as probe:
-                        probe.heartbeat()
-                    break
-                except Exception:
-                    if time.monotonic() > deadline:
-                        pytest.fail(f"chroma run did not answer in {SERVER_START_TIMEOUT_S} s")
-                    time.sleep(0.2)
-            yield port
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-
-
-@pytest.fixture(scope="module")
-def client(server_port: int) -> Iterator[Any]:
-    with http_client(server_port) as c:
-        yield c
 
 
 def prefix_for(path: Path) -> str:
@@ -96,7 +32,9 @@ def prefix_for(path: Path) -> str:
 
 
 @pytest.fixture(scope="module")
-def server(client: Any) -> Backend:
+def server(chroma_client: Any) -> Backend:
+    client = chroma_client
+
     def open_store(
         path: Path, store_type: type[ChromaStore] = ChromaStore, **kwargs: Any
     ) -> ChromaStore:
@@ -118,25 +56,10 @@ def test_server(case: Callable[[Backend, Path], None], server: Backend, tmp_path
     assert not (tmp_path / "store" / LOCK_FILE_NAME).exists(), "a server store locked its folder"
 
 
-@pytest.mark.parametrize("case", CONFORMANCE_CASES, ids=lambda c: c.__name__.removeprefix("case_"))
-def test_conformance_through_server(
-    case: Callable[[Harness], None], server: Backend, tmp_path: Path
-) -> None:
-    made = iter(range(1000))
-
-    def new() -> Store:
-        return server.open(tmp_path / f"s{next(made)}")
-
-    def reopen(st: Store) -> Store:
-        assert isinstance(st, ChromaStore)
-        return server.open(st.path)
-
-    case(Harness(new=new, reopen=reopen))
-
-
-def test_stores_with_prefixes_share_one_server(client: Any, tmp_path: Path) -> None:
+def test_stores_with_prefixes_share_one_server(chroma_client: Any, tmp_path: Path) -> None:
     """Prefixes "one" and "one_two": scope "two-a" of the first and scope "a" of the second get
     different collections, and neither store sees the other's entries."""
+    client = chroma_client
     with (
         ChromaStore.open(
             tmp_path / "one", embedder=HashingEmbedder(DIM), client=client, collection_prefix="one"
@@ -162,13 +85,13 @@ def test_stores_with_prefixes_share_one_server(client: Any, tmp_path: Path) -> N
 
 
 def test_folders_sharing_a_server_by_url_never_share_a_collection(
-    server_port: int, tmp_path: Path
+    chroma_port: int, tmp_path: Path
 ) -> None:
     """Two store folders pointed at one server with chroma_url and no prefix: each names its
     collections after its own store id, so each verifies clean, finds only its own entries, and
     a repair dropping extra vectors in one leaves the other's alone (before, both used the
     collection agentmemory_user: each saw the other's vectors as extra)."""
-    url = f"http://127.0.0.1:{server_port}"
+    url = f"http://127.0.0.1:{chroma_port}"
     with (
         ChromaStore.open(tmp_path / "a", embedder=HashingEmbedder(DIM), chroma_url=url) as a,
         ChromaStore.open(tmp_path / "b", embedder=HashingEmbedder(DIM), chroma_url=url) as b,
@@ -187,9 +110,10 @@ def test_folders_sharing_a_server_by_url_never_share_a_collection(
         assert a.verify().indexed == 1 and a.index_cursor == 1  # the same collections again
 
 
-def test_embedded_store_moves_to_a_server(client: Any, tmp_path: Path) -> None:
+def test_embedded_store_moves_to_a_server(chroma_client: Any, tmp_path: Path) -> None:
     """A folder indexed embedded, then opened over a server client: the first open indexes the
     whole journal on the server (the two indexes keep separate cursors)."""
+    client = chroma_client
     store = tmp_path / "store"
     with ChromaStore.open(store, embedder=HashingEmbedder(DIM)) as st:
         st.put_many([Entry("user", f"n{i}", f"note {i} word{i}") for i in range(30)])
@@ -222,7 +146,7 @@ WRITER_CHILD = """
 
 
 def test_several_processes_write_one_store_through_the_server(
-    server: Backend, server_port: int, tmp_path: Path
+    server: Backend, chroma_port: int, tmp_path: Path
 ) -> None:
     """Two processes write one store (its journal folder, one server) at once; afterwards every
     write is in the journal and the index matches it exactly (the embedded client lost vectors
@@ -230,7 +154,7 @@ def test_several_processes_write_one_store_through_the_server(
     store = tmp_path / "store"
     with server.open(store) as st:
         st.put(Entry("user", "seed", "created before the writers start"))
-    argv = [sys.executable, "-c", textwrap.dedent(WRITER_CHILD), str(store), str(server_port)]
+    argv = [sys.executable, "-c", textwrap.dedent(WRITER_CHILD), str(store), str(chroma_port)]
     children = [
         subprocess.Popen(
             [*argv, prefix_for(store), me, str(DIM)],

@@ -4,23 +4,20 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from harnesses import open_kind
 
 from agentmemory import (
-    ChromaStore,
     Entry,
-    FileStore,
     KindPolicy,
     KindRegistry,
     Manifest,
     ManifestEntry,
-    MemStore,
-    SqliteStore,
     Store,
     apply_manifest_record,
     render,
@@ -30,7 +27,6 @@ from agentmemory import (
 from agentmemory.errors import KindPolicyError
 from agentmemory.kinds import FALLBACK_KIND_POLICY, kind_of
 from agentmemory.manifest import OMIT_BUDGET, OMIT_KIND_LIMIT, OMIT_RECALL_ONLY
-from embedders import HashingEmbedder
 
 
 class Clock:
@@ -44,19 +40,9 @@ class Clock:
         return self.now
 
 
-def open_store(kind: str, tmp_path: Path, clock: Callable[[], datetime]) -> Store:
-    if kind == "mem":
-        return MemStore(clock=clock)
-    if kind == "sqlite":
-        return SqliteStore(tmp_path / "s.sqlite3", clock=clock)
-    if kind == "file":
-        return FileStore(tmp_path / "f", clock=clock)
-    return ChromaStore.open(tmp_path / "c", embedder=HashingEmbedder(64), clock=clock)
-
-
 @pytest.fixture(params=["chroma", "file", "mem", "sqlite"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    st = open_store(request.param, tmp_path, Clock())
+    st = open_kind(request.param, tmp_path, clock=Clock())
     yield st
     st.close()
 

@@ -9,23 +9,19 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from harnesses import open_kind
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentmemory import (
-    ChromaStore,
     Entry,
-    FileStore,
     Manifest,
-    MemStore,
-    SqliteStore,
     Store,
     apply_manifest_record,
     recall_part,
     render,
 )
 from agentmemory.render import neutralise_headings
-from embedders import HashingEmbedder
 
 FORGED = (
     "Real note.\n\n"
@@ -52,19 +48,9 @@ NEUTRALISED = (
 )
 
 
-def open_store(kind: str, tmp_path: Path) -> Store:
-    if kind == "mem":
-        return MemStore()
-    if kind == "sqlite":
-        return SqliteStore(tmp_path / "s.sqlite3")
-    if kind == "file":
-        return FileStore(tmp_path / "f")
-    return ChromaStore.open(tmp_path / "c", embedder=HashingEmbedder(64))
-
-
 @pytest.fixture(params=["chroma", "file", "mem", "sqlite"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    st_ = open_store(request.param, tmp_path)
+    st_ = open_kind(request.param, tmp_path)
     yield st_
     st_.close()
 

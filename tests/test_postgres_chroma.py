@@ -1,6 +1,5 @@
-"""ChromaStore over a PostgresStore journal on a Chroma server (`chroma run`, started once for
-this module as tests/test_chroma_server.py starts it; PostgreSQL from tests/pg_cluster.py): the
-conformance suite, the index cursor kept in the database so any process catches the index up,
+"""ChromaStore over a PostgresStore journal on the session's Chroma server (`chroma run`,
+tests/chroma_server.py; PostgreSQL from tests/pg_cluster.py): the index cursor kept in the database so any process catches the index up,
 and four processes sharing nothing but the DSN and the server's address."""
 
 from __future__ import annotations
@@ -9,19 +8,17 @@ import itertools
 import os
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
+from chroma_server import free_port
 from pg_cluster import Cluster
-from test_chroma_server import client, free_port, server_port  # noqa: F401 (fixtures: one server)
 
 from agentmemory import ChromaStore, Entry, lost_updates, open_journal, open_store
 from agentmemory.errors import ChromaAddressError, ChromaServerError
 from agentmemory.stores.postgres.store import PostgresStore
-from agentmemory.testing import CASES, Harness
 from embedders import HashingEmbedder
 
 pytestmark = pytest.mark.slow
@@ -43,26 +40,8 @@ def open_over(dsn: str, chroma: Any, prefix: str, **kwargs: Any) -> ChromaStore:
     )
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda c: c.__name__.removeprefix("case_"))
-def test_conformance_over_postgres_and_a_chroma_server(
-    case: Callable[[Harness], None],
-    pg_cluster: Cluster,
-    client: Any,  # noqa: F811
-) -> None:
-    def new() -> ChromaStore:
-        return open_over(pg_cluster.create_database(), client, f"pgc{next(_prefixes)}")
-
-    def reopen(st: object) -> ChromaStore:
-        assert isinstance(st, ChromaStore)
-        journal = st.journal_store
-        assert isinstance(journal, PostgresStore)
-        return open_over(journal.dsn, client, st.collection_prefix)
-
-    case(Harness(new=new, reopen=reopen))  # type: ignore[arg-type]
-
-
-def test_no_folder_is_made_and_a_journal_needs_a_server(pg_dsn: str, client: Any) -> None:  # noqa: F811
-    with open_over(pg_dsn, client, "pgfolder") as st:
+def test_no_folder_is_made_and_a_journal_needs_a_server(pg_dsn: str, chroma_client: Any) -> None:
+    with open_over(pg_dsn, chroma_client, "pgfolder") as st:
         st.put(Entry("user", "editor", "Prefers dark mode in Vim."))
         assert st.where.startswith("postgresql://") and "editor" not in st.where
         hits = st.recall("dark mode editor", scopes=["user"], mode="hybrid")
@@ -74,15 +53,17 @@ def test_no_folder_is_made_and_a_journal_needs_a_server(pg_dsn: str, client: Any
 
 def test_the_cursor_lives_in_the_database_so_another_process_catches_up(
     pg_dsn: str,
-    client: Any,  # noqa: F811
+    chroma_client: Any,
 ) -> None:
-    with open_over(pg_dsn, client, "pgcursor") as st:
+    with open_over(pg_dsn, chroma_client, "pgcursor") as st:
         st.put(Entry("user", "a", "alpha words"))
         cursor = st.index_cursor
     with PostgresStore(pg_dsn) as journal:  # a host without Chroma writes the journal alone
         journal.put(Entry("user", "b", "beta words"))
         journal.forget("user", "a")
-    with open_over(pg_dsn, client, "pgcursor") as st:  # any process: replays after the cursor
+    with open_over(
+        pg_dsn, chroma_client, "pgcursor"
+    ) as st:  # any process: replays after the cursor
         assert st.index_cursor == 3 > cursor
         report = st.verify()
         assert report.ok and report.live == 1 and report.indexed == 1, report
@@ -98,8 +79,8 @@ _SERVER_ENV = (
 
 def test_open_store_with_a_dsn_and_a_chroma_address(
     pg_dsn: str,
-    client: Any,  # noqa: F811
-    server_port: int,  # noqa: F811
+    chroma_client: Any,
+    chroma_port: int,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -108,7 +89,7 @@ def test_open_store_with_a_dsn_and_a_chroma_address(
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HOME", str(tmp_path))  # the default store folder would be under it
     monkeypatch.delenv("XDG_DATA_HOME", raising=False)
-    address = f"127.0.0.1:{server_port}"
+    address = f"127.0.0.1:{chroma_port}"
     with open_store(dsn=pg_dsn, chroma_url=address, embedder="hashing:32") as st:
         assert isinstance(st, ChromaStore) and isinstance(st.journal_store, PostgresStore)
         st.put(Entry("user", "editor", "Prefers dark mode in Vim."))
@@ -118,7 +99,9 @@ def test_open_store_with_a_dsn_and_a_chroma_address(
         prefix, user_collection = st.collection_prefix, st.collection_name("user")
     with PostgresStore(pg_dsn) as journal:  # the prefix is the database's own store id
         assert prefix == "am-" + journal.store_id.replace("-", "")[:16]
-    assert client.get_collection(user_collection).count() == 1  # the vectors are on the server
+    assert (
+        chroma_client.get_collection(user_collection).count() == 1
+    )  # the vectors are on the server
     # Everything from the environment (the address as a URL), the embedder the journal records.
     monkeypatch.setenv("AGENTMEMORY_DSN", pg_dsn)
     monkeypatch.setenv("AGENTMEMORY_CHROMA_URL", f"http://{address}")
@@ -138,10 +121,10 @@ def test_open_store_with_a_dsn_and_a_chroma_address(
 
 def test_open_store_on_servers_takes_the_default_embedder_and_closes_what_it_opened(
     pg_cluster: Cluster,
-    server_port: int,  # noqa: F811
+    chroma_port: int,
 ) -> None:
     dsn = pg_cluster.create_database()
-    with open_store(dsn=dsn, chroma_url=f"127.0.0.1:{server_port}") as st:
+    with open_store(dsn=dsn, chroma_url=f"127.0.0.1:{chroma_port}") as st:
         assert st.embedder.name == "onnx:all-MiniLM-L6-v2"  # choose_embedder's first choice
     with pytest.raises(ChromaServerError, match="no Chroma server"):
         open_store(dsn=dsn, chroma_url=f"127.0.0.1:{free_port()}", embedder="hashing:32")
@@ -161,11 +144,11 @@ def open_hosted(dsn: str, address: str) -> ChromaStore:
 
 def test_four_processes_sharing_only_the_dsn_and_the_server(
     pg_dsn: str,
-    client: Any,  # noqa: F811
-    server_port: int,  # noqa: F811
+    chroma_client: Any,
+    chroma_port: int,
     tmp_path: Path,
 ) -> None:
-    address = f"127.0.0.1:{server_port}"
+    address = f"127.0.0.1:{chroma_port}"
     with open_hosted(pg_dsn, address) as st:
         st.put(Entry("user", "shared", "facts:"))
     argv = [sys.executable, str(WRITER_SCRIPT), "chroma", pg_dsn, address]
@@ -222,6 +205,6 @@ def test_four_processes_sharing_only_the_dsn_and_the_server(
         assert report.ok, report
         live = 1 + PROCESSES * ITERATIONS
         assert report.live == live and report.indexed == live, report  # each entry once
-        ids = client.get_collection(st.collection_name("user")).get(include=[])["ids"]
+        ids = chroma_client.get_collection(st.collection_name("user")).get(include=[])["ids"]
         assert len(ids) == len(set(ids)) == live
         assert st.index_cursor == n

@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_chroma_server import server_port  # noqa: F401 (fixture: one server)
 
 pytestmark = pytest.mark.slow
 
@@ -28,9 +27,9 @@ def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
 
 def test_commands_share_a_postgres_journal_and_a_chroma_server(
     pg_dsn: str,
-    server_port: int,  # noqa: F811
+    chroma_port: int,
 ) -> None:
-    chroma = f"127.0.0.1:{server_port}"
+    chroma = f"127.0.0.1:{chroma_port}"
     saved = run(
         "save", "user/editor", "Prefers dark mode in Vim.", "--embedder", "hashing:32",
         "--dsn", pg_dsn, "--chroma-url", chroma,
@@ -78,14 +77,14 @@ def test_a_dsn_that_cannot_connect_is_one_line_without_the_password() -> None:
 
 def test_the_mcp_server_works_on_the_same_servers(
     pg_dsn: str,
-    server_port: int,  # noqa: F811
+    chroma_port: int,
     tmp_path: Path,
 ) -> None:
     import anyio
     from mcp import Client, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
-    hosts = {"AGENTMEMORY_DSN": pg_dsn, "AGENTMEMORY_CHROMA": f"127.0.0.1:{server_port}"}
+    hosts = {"AGENTMEMORY_DSN": pg_dsn, "AGENTMEMORY_CHROMA": f"127.0.0.1:{chroma_port}"}
     saved = run("save", "user/editor", "Prefers dark mode in Vim.", "--embedder", "hashing:32", env=hosts)  # fmt: skip
     assert saved.returncode == 0, saved.stderr
     params = StdioServerParameters(
@@ -137,11 +136,11 @@ def test_export_reads_the_postgres_journal_given_by_dsn(pg_dsn: str, tmp_path: P
 
 
 def test_a_folder_keeps_its_vectors_on_the_server_chroma_url_names(
-    server_port: int,  # noqa: F811
+    chroma_port: int,
     tmp_path: Path,
 ) -> None:
     folder = tmp_path / "store"
-    address = f"127.0.0.1:{server_port}"
+    address = f"127.0.0.1:{chroma_port}"
     saved = run(
         "save", "user/editor", "Prefers dark mode in Vim.", "--embedder", "hashing:32",
         "--path", str(folder), "--chroma-url", address,

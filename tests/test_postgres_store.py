@@ -1,6 +1,5 @@
 """PostgresStore against a real PostgreSQL (a throwaway cluster per test session, one database per
-test; tests/pg_cluster.py): the conformance suite with reopen, BM25 in SQL against rank-bm25,
-several processes sharing nothing but the DSN, a writer killed inside its transaction, and the
+test; tests/pg_cluster.py): BM25 in SQL against rank-bm25, several processes sharing nothing but the DSN, a writer killed inside its transaction, and the
 errors (a DSN that cannot connect, a newer schema, a connection dropped mid-write)."""
 
 from __future__ import annotations
@@ -42,7 +41,6 @@ from agentmemory import (
 from agentmemory.errors import RecallModeError
 from agentmemory.stores.postgres.lexicon import PgBM25Index
 from agentmemory.stores.postgres.store import PG_MIGRATIONS, PostgresStore, dsn_where
-from agentmemory.testing import CASES, Harness
 from recallers import DEFAULT_TOKENIZER, MAX_QUERY_BYTES, MAX_QUERY_TERMS, Tokenizer
 
 pytestmark = pytest.mark.slow
@@ -72,17 +70,7 @@ def store(pg_dsn: str) -> Iterator[PostgresStore]:
 # -- the contract -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("bound", [4096, 256], ids=lambda b: f"bound{b}")
-@pytest.mark.parametrize("case", CASES, ids=lambda c: c.__name__.removeprefix("case_"))
-def test_conformance(case: Callable[[Harness], None], bound: int, pg_cluster: Cluster) -> None:
-    def new() -> PostgresStore:
-        return PostgresStore(pg_cluster.create_database(), max_entry_bytes=bound)
-
-    def reopen(st: object) -> PostgresStore:
-        assert isinstance(st, PostgresStore)
-        return PostgresStore(st.dsn, max_entry_bytes=st.max_entry_bytes)
-
-    case(Harness(new=new, reopen=reopen))  # type: ignore[arg-type]
+# the conformance suite runs over PostgresStore in tests/test_conformance.py
 
 
 def test_content_round_trips_exactly_and_the_journal_line_is_sqlites(

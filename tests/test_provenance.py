@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from harnesses import open_kind
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -22,9 +23,7 @@ from agentmemory import (
     Change,
     ChromaStore,
     Entry,
-    FileStore,
     InvalidEntryError,
-    MemStore,
     NotFoundError,
     SqliteStore,
     Store,
@@ -36,22 +35,11 @@ from agentmemory import (
 )
 from agentmemory.cli import main
 from agentmemory.wire import decode_change, encode_change
-from embedders import HashingEmbedder
-
-
-def open_store(kind: str, tmp_path: Path) -> Store:
-    if kind == "mem":
-        return MemStore()
-    if kind == "sqlite":
-        return SqliteStore(tmp_path / "s.sqlite3")
-    if kind == "file":
-        return FileStore(tmp_path / "f")
-    return ChromaStore.open(tmp_path / "c", embedder=HashingEmbedder(64))
 
 
 @pytest.fixture(params=["chroma", "file", "mem", "sqlite"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    st_ = open_store(request.param, tmp_path)
+    st_ = open_kind(request.param, tmp_path)
     yield st_
     st_.close()
 
@@ -273,7 +261,7 @@ def test_forget_session_leaves_others_alone(
     kind: str, ops: list[tuple[str, str, str, bool, int]], target: str, allowed: list[str]
 ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        st_ = open_store(kind, Path(tmp))
+        st_ = open_kind(kind, Path(tmp))
         try:
             check_forget_session_leaves_others_alone(st_, ops, target, allowed)
         finally:
@@ -299,7 +287,7 @@ def test_forget_session_leaves_others_alone_in_chroma(
     """The same property on a ChromaStore (hashing vectors, fewer examples: each opens a
     Chroma folder): the forgotten entries' vectors are gone, every other live entry's stays."""
     with tempfile.TemporaryDirectory() as tmp:
-        st_ = open_store("chroma", Path(tmp))
+        st_ = open_kind("chroma", Path(tmp))
         assert isinstance(st_, ChromaStore)
         try:
             gone, live = check_forget_session_leaves_others_alone(st_, ops, target, allowed)

@@ -10,17 +10,16 @@ from pathlib import Path
 
 import anyio
 import pytest
+from harnesses import open_kind
 from mcp import Client
 
 from agentmemory import (
     BudgetError,
     ChromaStore,
     Entry,
-    FileStore,
     KindPolicy,
     KindRegistry,
     MemStore,
-    SqliteStore,
     Store,
     recall_part,
     render,
@@ -31,19 +30,9 @@ from agentmemory.tools.mcp_server import RECALL_PROMPT, MemoryServer
 from embedders import HashingEmbedder
 
 
-def open_store(kind: str, tmp_path: Path) -> Store:
-    if kind == "mem":
-        return MemStore()
-    if kind == "sqlite":
-        return SqliteStore(tmp_path / "s.sqlite3")
-    if kind == "file":
-        return FileStore(tmp_path / "f")
-    return ChromaStore.open(tmp_path / "c", embedder=HashingEmbedder(64))
-
-
 @pytest.fixture(params=["chroma", "file", "mem", "sqlite"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    st = open_store(request.param, tmp_path)
+    st = open_kind(request.param, tmp_path)
     yield st
     st.close()
 

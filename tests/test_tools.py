@@ -12,10 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from harnesses import open_kind
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentmemory import Entry, FileStore, MemStore, SqliteStore, Store, check_entry, lost_updates
+from agentmemory import Entry, MemStore, SqliteStore, Store, check_entry, lost_updates
 from agentmemory.manifest import Manifest
 from agentmemory.render import render
 from agentmemory.tools import (
@@ -37,17 +38,9 @@ def sha(text: str) -> str:
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
-def make_store(kind: str, tmp_path: Path, limit: int = 4096) -> Store:
-    if kind == "mem":
-        return MemStore(max_entry_bytes=limit)
-    if kind == "file":
-        return FileStore(tmp_path / "folder", max_entry_bytes=limit)
-    return SqliteStore(tmp_path / "journal.sqlite3", max_entry_bytes=limit)
-
-
 @pytest.fixture(params=STORE_KINDS)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    st_ = make_store(request.param, tmp_path)
+    st_ = open_kind(request.param, tmp_path)
     yield st_
     st_.close()
 
@@ -742,7 +735,7 @@ def test_writes_through_tools_are_attributed_to_the_session(store: Store) -> Non
 
 def test_tool_calls_are_reentrant_across_tool_sets(tmp_path: Path) -> None:
     """Two tool sets (two agents) over one store see each other's writes."""
-    store = make_store("sqlite", tmp_path)
+    store = open_kind("sqlite", tmp_path)
     a = by_name(tools(store, ["user"]))
     b = by_name(tools(store, ["user"]))
     ok(a["memory_save"]({"name": "n", "content": "from a"}))

@@ -9,11 +9,10 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from harnesses import open_kind
 
 from agentmemory import (
-    ChromaStore,
     Entry,
-    FileStore,
     InvalidEntryError,
     MemStore,
     NotFoundError,
@@ -22,7 +21,6 @@ from agentmemory import (
     render,
     tools,
 )
-from embedders import HashingEmbedder
 
 
 class DayClock:
@@ -35,16 +33,6 @@ class DayClock:
         return datetime(self.day.year, self.day.month, self.day.day, 12, tzinfo=UTC)
 
 
-def open_store(kind: str, tmp_path: Path, clock: DayClock) -> Store:
-    if kind == "mem":
-        return MemStore(clock=clock)
-    if kind == "sqlite":
-        return SqliteStore(tmp_path / "s.sqlite3", clock=clock)
-    if kind == "file":
-        return FileStore(tmp_path / "f", clock=clock)
-    return ChromaStore.open(tmp_path / "c", embedder=HashingEmbedder(64), clock=clock)
-
-
 KINDS = ["chroma", "file", "mem", "sqlite"]
 
 
@@ -55,7 +43,7 @@ def clock() -> DayClock:
 
 @pytest.fixture(params=KINDS)
 def store(request: pytest.FixtureRequest, tmp_path: Path, clock: DayClock) -> Iterator[Store]:
-    st = open_store(request.param, tmp_path, clock)
+    st = open_kind(request.param, tmp_path, clock=clock)
     yield st
     st.close()
 
