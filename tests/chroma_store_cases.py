@@ -1,5 +1,5 @@
-"""ChromaStore behaviour both backends must show: tests/test_chroma_store.py runs these cases on an
-embedded Chroma folder, tests/test_chroma_server.py through chromadb.HttpClient against a real
+"""ChromaStore behaviour both backends must show: tests/stores/test_chroma_store.py runs these cases on an
+embedded Chroma folder, tests/stores/test_chroma_server.py through chromadb.HttpClient against a real
 `chroma run` server. Each case takes a Backend (how to open a store and how to lose its index)
 and a fresh folder.
 

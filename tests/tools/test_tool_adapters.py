@@ -1,7 +1,7 @@
 """OpenAI and Anthropic tool shapes and dispatchers, and a scripted agent loop through each.
 
 The script is a fixed list of tool calls (no model). Its transcript is pinned by
-``tests/golden/tools/transcript.txt``, which the MCP test (tests/test_mcp.py) checks too, so all
+``tests/golden/tools/transcript.txt``, which the MCP test (tests/tools/test_mcp.py) checks too, so all
 three ways an agent reaches the tools answer alike.
 """
 
@@ -24,7 +24,7 @@ from agentmemory.tools import (
     to_openai,
 )
 
-TRANSCRIPT = Path(__file__).resolve().parent / "golden" / "tools" / "transcript.txt"
+TRANSCRIPT = Path(__file__).resolve().parents[1] / "golden" / "tools" / "transcript.txt"
 SCOPES = ["user", "project"]
 READ_SCOPES = ["rules"]
 

@@ -30,7 +30,7 @@ from agentmemory.tools import (
     tools,
 )
 
-GOLDEN = Path(__file__).resolve().parent / "golden" / "tools"
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "tools"
 STORE_KINDS = ["mem", "sqlite", "file"]
 
 

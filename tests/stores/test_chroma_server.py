@@ -20,7 +20,7 @@ from agentmemory import ChromaStore, Entry
 from agentmemory.stores.chroma.clients import LOCK_FILE_NAME
 from embedders import HashingEmbedder
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CHILD_TIMEOUT_S = 180
 
 pytestmark = pytest.mark.slow

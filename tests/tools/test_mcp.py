@@ -1,6 +1,6 @@
 """The MCP server: ``agentmemory mcp`` started as a subprocess, driven with the SDK's stdio client.
 
-The scripted agent loop of tests/test_tool_adapters.py runs through it and must give the same
+The scripted agent loop of tests/tools/test_tool_adapters.py runs through it and must give the same
 transcript (tests/golden/tools/transcript.txt) as the OpenAI and Anthropic adapters.
 """
 
@@ -25,7 +25,7 @@ from agentmemory import ChromaStore, Entry, MemStore, tools, usage
 from agentmemory.tools.mcp_server import BLOCK_URI, MemoryServer
 from embedders import HashingEmbedder
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def server_command(path: Path, *extra: str) -> list[str]:

@@ -186,14 +186,14 @@ def test_the_index_follows_puts_and_forgets(store: PostgresStore) -> None:
 
 
 def _capped_entries() -> list[Entry]:
-    """The 30 entries of tests/test_bm25.py's ``capped_stores``."""
+    """The 30 entries of tests/stores/test_bm25.py's ``capped_stores``."""
     entries = [Entry("q", f"e-{i:02d}", f"filler{i} text number {i}") for i in range(29)]
     return [*entries, Entry("q", "target", "the zebra crossing")]
 
 
 def test_a_query_reads_its_first_terms_and_bytes_only(store: PostgresStore) -> None:
     """The lexical query cap of docs/recall.md#the-lexical-query holds in SQL as in the other
-    stores (tests/test_bm25.py's test of the same name)."""
+    stores (tests/stores/test_bm25.py's test of the same name)."""
     store.put_many(_capped_entries())
     pad = "unmatched " * (MAX_QUERY_TERMS - 1)  # each a term found nowhere
     # the 64th term is read, the 65th is not

@@ -1,4 +1,4 @@
-"""A writer process for tests/test_sqlite_store.py (run as a script, not collected by pytest).
+"""A writer process for tests/stores/test_sqlite_store.py (run as a script, not collected by pytest).
 
 Modes:
 

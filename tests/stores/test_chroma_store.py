@@ -23,7 +23,7 @@ from agentmemory.stores.chroma.clients import LOCK_FILE_NAME, FolderLock
 from agentmemory.stores.chroma.store import CHROMA_FOLDER, JOURNAL_FILE
 from embedders import HashingEmbedder
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CHILD_TIMEOUT_S = 120
 
 

@@ -1,4 +1,4 @@
-"""A process for tests/test_file_store_processes.py (run as a script, not collected by pytest).
+"""A process for tests/stores/test_file_store_processes.py (run as a script, not collected by pytest).
 
 Modes:
 

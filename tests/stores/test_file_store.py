@@ -121,7 +121,7 @@ def test_names_outside_the_grammar_never_reach_the_file_system(tmp_path: Path) -
 def test_the_readme_markdown_folder_example_runs_as_printed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     section = readme[readme.index("## Memory you can read") :]
     code = section[section.index("```python\n") + 10 : section.index("```\n", 10)]
     monkeypatch.chdir(tmp_path)

@@ -20,7 +20,7 @@ from agentmemory import Entry, FileStore, lost_updates
 from agentmemory.wire import format_time
 
 PROC = str(Path(__file__).with_name("file_store_proc.py"))
-ENV = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+ENV = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
 
 
 def spawn(*args: str) -> subprocess.Popen[str]:

@@ -1,4 +1,4 @@
-"""A writer process for tests/test_postgres_store.py (run as a script, not collected by pytest).
+"""A writer process for tests/stores/test_postgres_store.py (run as a script, not collected by pytest).
 Each process shares nothing with the others but the DSN.
 
 Modes:

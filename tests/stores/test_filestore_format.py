@@ -12,7 +12,7 @@ from pathlib import Path
 from agentmemory import Entry, FileStore, lost_updates
 from agentmemory.stores.markdown.lock_file import LockHolder
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "filestore-format.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "filestore-format.md"
 BLOCK = re.compile(r"<!-- (expected|person-writes): (\S+) -->\n```\n(.*?)```\n", re.S)
 
 

@@ -26,7 +26,7 @@ pytestmark = pytest.mark.slow
 WRITER_SCRIPT = Path(__file__).with_name("pg_writer_proc.py")
 PROCESSES = 4
 ITERATIONS = 25  # two writes each: 50 per process, half conditional appends to one entry
-DIM = 32  # the writers' HashingEmbedder width (tests/pg_writer_proc.py)
+DIM = 32  # the writers' HashingEmbedder width (tests/stores/pg_writer_proc.py)
 _prefixes = itertools.count()
 
 

@@ -1,6 +1,6 @@
 """The command line on servers: ``--dsn`` / ``$AGENTMEMORY_DSN`` keeps the journal in PostgreSQL
 (tests/pg_cluster.py) and ``--chroma-url`` / ``$AGENTMEMORY_CHROMA_URL`` (older names ``--chroma``
-/ ``$AGENTMEMORY_CHROMA``) the vectors on a Chroma server (started as tests/test_chroma_server.py
+/ ``$AGENTMEMORY_CHROMA``) the vectors on a Chroma server (started as tests/stores/test_chroma_server.py
 starts it); each command is its own process."""
 
 from __future__ import annotations
