@@ -22,7 +22,7 @@ INTERCHANGEABLE_RUNTIMES = frozenset({"onnx", "sentence-transformers"})
 """Embedder families that run a sentence-transformers model folder with the same result: the
 ONNX path reproduces Transformer + mean Pooling + L2 normalisation (it refuses other pipelines),
 and its vectors match sentence-transformers' to cosine > 0.999 for the packaged model
-(tests/embedders/test_embedders.py, ``test_onnx_gives_the_same_vectors``)."""
+(tests/embedder/test_embedders.py, ``test_onnx_gives_the_same_vectors``)."""
 
 REQUIRED_MODEL_FIELDS = frozenset({"dim", "max_seq_length", "weights"})
 """Fields a model fingerprint must carry for :func:`same_vectors` to compare it across runtimes."""

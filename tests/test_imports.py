@@ -46,6 +46,7 @@ OURS_ON_IMPORT = {
     "agentmemory.stores.markdown.writes",
     "agentmemory.forget_session",
     "agentmemory.stores.base",
+    "agentmemory.stores.processes",
     "agentmemory.stores.chroma.cursor",
     "agentmemory.stores.chroma.follow",
     "agentmemory.stores.chroma.erase",
@@ -297,6 +298,14 @@ def test_our_import_graph_is_acyclic(in_functions: bool) -> None:
         if node not in state:
             walk(node, [node])
     assert not cycles, f"import cycles: {cycles}"
+
+
+def test_no_folder_of_the_tests_is_named_as_one_of_our_packages() -> None:
+    # tests/ has no __init__.py, so a script run from it (tests/purge_proc.py) has tests/ first on
+    # sys.path, and a folder tests/recallers/ would be imported as the namespace package
+    # `recallers`, hiding the real one (an editable install finds it only after the path)
+    folders = {p.name for p in (ROOT / "tests").rglob("*") if p.is_dir()}
+    assert folders & {*PACKAGES, "agentmemory"} == set()
 
 
 def test_a_cycle_through_a_function_body_is_found(tmp_path: Path) -> None:
