@@ -197,6 +197,32 @@ class PurgeReceipt:
     vectors: int = 0
     rewritten: tuple[str, ...] = field(default=())
 
+    @classmethod
+    def of(
+        cls,
+        record: Change,
+        tombstone: Change | None,
+        redacted: Iterable[Change],
+        *,
+        index_rows: int = 0,
+        vectors: int = 0,
+        rewritten: Iterable[str] = (),
+    ) -> PurgeReceipt:
+        """The receipt of the purge whose ``purged`` journal record is ``record`` (scope, name
+        and reason are its own), which first wrote ``tombstone`` and redacted ``redacted``;
+        copies of the records, so the caller's never reach the receipt."""
+        return cls(
+            scope=record.entry.scope,
+            name=record.entry.name,
+            reason=record.reason,
+            record=record.copy(),
+            tombstone=None if tombstone is None else tombstone.copy(),
+            redacted=tuple(c.seq for c in redacted),
+            index_rows=index_rows,
+            vectors=vectors,
+            rewritten=tuple(rewritten),
+        )
+
     def __str__(self) -> str:
         parts = [
             f"purged {self.scope}/{self.name} (journal record {self.record.seq}, reason "

@@ -55,12 +55,31 @@ def checked_batch(entries: Iterable[Entry]) -> builtins.list[Entry]:
     return batch
 
 
-class StoreBase:
-    """``forget_session``, ``recall`` and the context manager, shared by every store.
+def check_state_pair(key: object, value: object) -> None:
+    """Refuse a store-state ``key`` or ``value`` that is not a ``str`` (``set_state`` of the
+    journal stores) with ``TypeError`` naming both types."""
+    if not isinstance(key, str) or not isinstance(value, str):
+        raise TypeError(
+            f"store state key and value must be str, got {type(key).__name__} "
+            f"and {type(value).__name__}"
+        )
 
-    A subclass provides the rest of :class:`agentmemory.Store` (``journal``, ``forget``,
-    ``list``, ``close``, ...) and, when it keeps vectors, overrides :meth:`_recall_legs`.
+
+class StoreBase:
+    """``forget_session``, ``recall``, ``max_entry_bytes`` and the context manager, shared by
+    every store.
+
+    A subclass sets ``_limit`` (the content bound) and provides the rest of
+    :class:`agentmemory.Store` (``journal``, ``forget``, ``list``, ``close``, ...) and, when it
+    keeps vectors, overrides :meth:`_recall_legs`.
     """
+
+    _limit: int
+
+    @property
+    def max_entry_bytes(self) -> int:
+        """The content bound in UTF-8 bytes."""
+        return self._limit
 
     def close(self) -> None:
         """Release what the store holds; a subclass defines it."""

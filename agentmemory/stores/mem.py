@@ -52,11 +52,6 @@ class MemStore(StoreBase):
         self._lexicon: BM25Index[Entry] = BM25Index(tokenizer=tokenizer)
         self._naming: dict[tuple[str, str], Entry] = {}  # live entries with a supersedes meta
 
-    @property
-    def max_entry_bytes(self) -> int:
-        """The content bound in UTF-8 bytes."""
-        return self._limit
-
     def _now(self) -> datetime:
         now = self._clock()
         if self._journal and self._journal[-1].at and now < self._journal[-1].at:
@@ -163,15 +158,7 @@ class MemStore(StoreBase):
                 session=session,
             )
             self._journal.append(record)
-            return PurgeReceipt(
-                scope=scope,
-                name=name,
-                reason=reason,
-                record=record.copy(),
-                tombstone=tomb,
-                redacted=tuple(c.seq for c in redacted),
-                index_rows=rows,
-            )
+            return PurgeReceipt.of(record, tomb, redacted, index_rows=rows)
 
     def verify_erased(self, scope: str, name: str) -> ErasureCheck:
         """Check that no copy of ``scope/name``'s content remains: its journal records (each

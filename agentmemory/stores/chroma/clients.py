@@ -45,6 +45,7 @@ from agentmemory.errors import (
     StoreFormatError,
     StoreLockedError,
 )
+from agentmemory.stores.processes import pid_exists
 from agentmemory.wire import format_time
 
 from .cursor import IndexCursor
@@ -76,19 +77,6 @@ DEFAULT_LOCK_TIMEOUT_S = 2.0
 _RETRY_PAUSE_S = 0.05
 
 
-def _pid_running(pid: int) -> bool:
-    """Whether a process with this pid exists on this host (``kill(pid, 0)``)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # exists, owned by someone else
-        return True
-    return True
-
-
 def describe_holder(text: str) -> str:
     """Turn a lock file's text into words for an error message.
 
@@ -108,7 +96,7 @@ def describe_holder(text: str) -> str:
     words = f"pid {pid} on host {host}"
     if info.get("since"):
         words += f" since {info['since']}"
-    if host == socket.gethostname() and not _pid_running(pid):
+    if host == socket.gethostname() and not pid_exists(pid):
         words += " (not running; a process it forked may still hold the lock)"
     return words
 

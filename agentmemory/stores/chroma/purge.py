@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import builtins
 import logging
+from dataclasses import replace
 
 from agentmemory.purge import ErasureCheck, PurgeReceipt, check_purge
 
@@ -58,17 +59,7 @@ class Purging(ChromaCore):
         self._after_commit(written)
         rewritten = self._scrub_index(scope)
         self._journal.set_state(self._keys.purge, "")
-        return PurgeReceipt(
-            scope=receipt.scope,
-            name=receipt.name,
-            reason=receipt.reason,
-            record=receipt.record,
-            tombstone=receipt.tombstone,
-            redacted=receipt.redacted,
-            index_rows=receipt.index_rows,
-            vectors=vectors,
-            rewritten=(*receipt.rewritten, *rewritten),
-        )
+        return replace(receipt, vectors=vectors, rewritten=(*receipt.rewritten, *rewritten))
 
     @property
     def can_purge(self) -> bool:

@@ -34,6 +34,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from agentmemory.errors import ChromaAddressError, ChromaServerError, ServerRecordWarning
+from agentmemory.stores.processes import pid_running
 from agentmemory.wire import format_time
 
 from .clients import FolderLock
@@ -136,23 +137,6 @@ def read_record(folder: str | os.PathLike[str]) -> ServerRecord | None:
         return None
 
 
-def _running(pid: int) -> bool:
-    """Whether ``pid`` is a running process (a zombie, killed but not reaped, is not)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True  # no /proc: kill(0) is all we know
-    return stat.rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
-
-
 def _is_chroma(pid: int) -> bool:
     """Whether ``pid`` runs ``chroma`` (``False`` for a pid reused by another program; ``True``
     where ``/proc`` cannot tell)."""
@@ -198,7 +182,7 @@ def live_record(folder: str | os.PathLike[str], *, report: bool = True) -> Serve
     record = read_record(folder)
     if record is None:
         return None
-    if _running(record.pid) and _is_chroma(record.pid):
+    if pid_running(record.pid) and _is_chroma(record.pid):
         return record
     if report:
         warnings.warn(
@@ -495,13 +479,13 @@ def _terminate(pid: int, timeout_s: float = 10.0) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout_s
-    while _running(pid) and time.monotonic() < deadline:
+    while pid_running(pid) and time.monotonic() < deadline:
         _reap()
         time.sleep(0.05)
-    if _running(pid):
+    if pid_running(pid):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        while _running(pid):
+        while pid_running(pid):
             _reap()
             time.sleep(0.05)
     _reap()
@@ -515,7 +499,7 @@ def stop_server(folder: str | os.PathLike[str], *, timeout_s: float = 10.0) -> S
     record = read_record(folder)
     if record is None:
         return None
-    if _running(record.pid):
+    if pid_running(record.pid):
         _terminate(record.pid, timeout_s)
     with contextlib.suppress(FileNotFoundError):
         (home / SERVER_RECORD).unlink()

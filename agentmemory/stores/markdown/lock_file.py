@@ -39,6 +39,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from agentmemory.errors import StoreLockedError
+from agentmemory.stores.processes import pid_exists
 from agentmemory.wire import format_time, go_json
 
 from .atomic_write import TEMP_PREFIX
@@ -67,16 +68,6 @@ _FIRST_PAUSE_S = 0.001
 _MAX_PAUSE_S = 0.05
 
 _SINCE_RE = re.compile(r"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:\d{2})")
-
-
-def _pid_running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # a process of another user
-        return True
-    return True
 
 
 def _unix_nanos(since: str) -> int:
@@ -141,7 +132,7 @@ class LockHolder:
     def stale(self) -> bool:
         """Whether the holder is certainly dead: its host is this host and its pid (> 0) names
         no running process. A zombie (exited, not yet reaped) still counts as running."""
-        return self.host == socket.gethostname() and self.pid > 0 and not _pid_running(self.pid)
+        return self.host == socket.gethostname() and self.pid > 0 and not pid_exists(self.pid)
 
     def fingerprint(self) -> str:
         """16 hex digits: the first 8 bytes of SHA-256 of ``"<host>|<pid>|<since in unix ns>"``

@@ -193,16 +193,13 @@ class Purging(Reconciling):
         if found is not None:
             done.append(f"{scope}/{name}{ENTRY_SUFFIX} removed")
         done += [f"{scope}/{INDEX_NAME} rewritten", f"{STATE_NAME} rewritten", *scrubbed]
-        return PurgeReceipt(
-            scope=scope,
-            name=name,
-            reason=reason,
-            record=record.copy(),
-            tombstone=None if tomb is None else tomb.copy(),
-            redacted=tuple(c.seq for c in redacted),
+        return PurgeReceipt.of(
+            record,
+            tomb,
+            redacted,
             index_rows=0 if found is None else 1,
             vectors=vectors,
-            rewritten=tuple(done),
+            rewritten=done,
         )
 
     def _replace_journal(self, temp: Path) -> None:

@@ -187,11 +187,6 @@ class FileStore(Purging, StoreBase):
         """The folder."""
         return self._root
 
-    @property
-    def max_entry_bytes(self) -> int:
-        """The content bound in UTF-8 bytes."""
-        return self._limit
-
     # -- reading (no lock) ---------------------------------------------------------------------
 
     def get(self, scope: str, name: str) -> Entry:

@@ -34,6 +34,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from agentmemory.stores.lexicon_state import TokenizedIndex
 from recallers.bm25 import DEFAULT_B, DEFAULT_K1, IDF_FLOOR, document_terms
 from recallers.lexical_query import query_terms
 from recallers.protocol import Document
@@ -113,7 +114,7 @@ REBUILD_BATCH = 1000
 """Documents per :meth:`PgBM25Index.write_many` call while the index is rebuilt."""
 
 
-class PgBM25Index:
+class PgBM25Index(TokenizedIndex):
     """Writes the PostgreSQL lexical index of one database and scores a query against it.
 
     It holds no connection: every method takes the caller's psycopg connection (a write's
@@ -132,16 +133,6 @@ class PgBM25Index:
 
     def __init__(self, *, tokenizer: Tokenizer = DEFAULT_TOKENIZER) -> None:
         self._tokenizer = tokenizer
-
-    @property
-    def tokenizer(self) -> Tokenizer:
-        """The tokenizer documents and queries go through."""
-        return self._tokenizer
-
-    def needs_rebuild(self, recorded: str | None) -> bool:
-        """Whether an index recorded as built with tokenizer version ``recorded`` (``None``:
-        never built) must be rebuilt for this index's tokenizer."""
-        return recorded != self._tokenizer.version
 
     def write(self, conn: Any, scope: str, name: str, doc: Document | None) -> None:
         """Make the index hold ``doc`` under ``(scope, name)``, or nothing when ``doc`` is

@@ -109,13 +109,10 @@ class PgPurge(PgConnections):
         (record,) = self._write_changes(f"the purge of {scope}/{name}", run)
         self._vacuum_after_purge([f"{PURGE_PENDING_PREFIX}{record.seq}"])
         tomb = done["tomb"]
-        return PurgeReceipt(
-            scope=scope,
-            name=name,
-            reason=reason,
-            record=record.copy(),
-            tombstone=None if tomb is None else tomb.copy(),
-            redacted=tuple(c.seq for c in done["redacted"]),
+        return PurgeReceipt.of(
+            record,
+            tomb,
+            done["redacted"],
             index_rows=0 if tomb is None else 1,
             rewritten=(
                 f"VACUUM FULL {', '.join(PURGE_VACUUM_TABLES)}; the server's WAL and backups are "

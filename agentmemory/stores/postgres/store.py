@@ -46,7 +46,7 @@ from agentmemory.errors import AgentMemoryError, NotFoundError
 from agentmemory.recall import search_entries
 from agentmemory.rules import DEFAULT_MAX_ENTRY_BYTES, check_entry, check_scope
 from agentmemory.store import plan_forget, plan_put
-from agentmemory.stores.base import StoreBase, checked_batch, utc_now
+from agentmemory.stores.base import StoreBase, check_state_pair, checked_batch, utc_now
 from agentmemory.stores.lexicon_state import TOKENIZER_STATE_KEY
 from agentmemory.wire import decode_change
 from recallers import DEFAULT_TOKENIZER, Tokenizer
@@ -183,11 +183,6 @@ class PostgresStore(PgPurge, StoreBase):
                 f"its store_state row {STORE_ID_KEY} is missing; restore it from a backup"
             )
         return value
-
-    @property
-    def max_entry_bytes(self) -> int:
-        """The content bound in UTF-8 bytes."""
-        return self._limit
 
     @property
     def tokenizer(self) -> Tokenizer:
@@ -474,11 +469,7 @@ class PostgresStore(PgPurge, StoreBase):
             StoreUnavailableError: the connection dropped; nothing was written.
             AgentMemoryError: the store is closed.
         """
-        if not isinstance(key, str) or not isinstance(value, str):
-            raise TypeError(
-                f"store state key and value must be str, got {type(key).__name__} "
-                f"and {type(value).__name__}"
-            )
+        check_state_pair(key, value)
         if deferred:
             with self._wlock:
                 self._conn_check_open()

@@ -26,6 +26,7 @@ from agentmemory.errors import (
     StoreIOError,
     StoreLockedError,
 )
+from agentmemory.stores.base import check_state_pair
 from agentmemory.wire import encode_change, format_time, parse_time
 
 from .faults import LEXICAL_DAMAGE_KEY, _LexiconDamaged, header_pages, is_busy, is_damage
@@ -206,11 +207,7 @@ class SqliteCore:
             StoreLockedError: another writer held the file for over ``busy_timeout_s``.
             AgentMemoryError: the store is closed.
         """
-        if not isinstance(key, str) or not isinstance(value, str):
-            raise TypeError(
-                f"store state key and value must be str, got {type(key).__name__} "
-                f"and {type(value).__name__}"
-            )
+        check_state_pair(key, value)
         if deferred:
             with self._wlock:
                 self._check_open()

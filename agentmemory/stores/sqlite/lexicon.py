@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Generic, TypeVar
 
-from agentmemory.stores.lexicon_state import TOKENIZER_STATE_KEY
+from agentmemory.stores.lexicon_state import TOKENIZER_STATE_KEY, TokenizedIndex
 from recallers.bm25 import DEFAULT_B, DEFAULT_K1, bm25_idf, document_terms
 from recallers.lexical_query import query_terms
 from recallers.protocol import Document
@@ -245,7 +245,7 @@ def _count_docs(conn: sqlite3.Connection, gone: set[str], added: set[str]) -> No
         )
 
 
-class Fts5Index(Generic[D]):
+class Fts5Index(TokenizedIndex, Generic[D]):
     """Reads and writes the FTS5 lexical index of one sqlite database.
 
     It holds no connection: writes take the writer's connection inside its transaction, and
@@ -274,16 +274,6 @@ class Fts5Index(Generic[D]):
         self._read = read
         self._load = load
         self._tokenizer = tokenizer
-
-    @property
-    def tokenizer(self) -> Tokenizer:
-        """The tokenizer documents and queries go through."""
-        return self._tokenizer
-
-    def needs_rebuild(self, recorded: str | None) -> bool:
-        """Whether an index recorded as built with tokenizer version ``recorded`` (``None``:
-        never built) must be rebuilt for this index's tokenizer."""
-        return recorded != self._tokenizer.version
 
     def write(self, conn: sqlite3.Connection, scope: str, name: str, doc: Document | None) -> None:
         """Make the index hold ``doc`` under ``(scope, name)``, or nothing when ``doc`` is

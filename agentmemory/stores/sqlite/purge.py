@@ -10,6 +10,7 @@ import logging
 import os
 import sqlite3
 from contextlib import suppress
+from dataclasses import replace
 
 from agentmemory.entries import REDACTED, SOURCE_PURGED
 from agentmemory.errors import (
@@ -19,6 +20,7 @@ from agentmemory.errors import (
 from agentmemory.purge import ErasureCheck, PurgeReceipt, check_purge, purge_record, redact_history
 from agentmemory.rules import check_scope
 from agentmemory.store import plan_forget
+from agentmemory.stores.processes import pid_exists
 from agentmemory.wire import decode_change, encode_change
 
 from .core import SqliteCore
@@ -36,17 +38,6 @@ PURGE_STARTED_KEY = "purge:started"
 PURGE_PENDING_KEY = "purge:pending"
 """``store_state`` key a purge's transaction writes and its file scrub (vacuum, WAL truncated)
 removes: ``"<scope>/<name>"``; an open that finds it finishes the scrub."""
-
-
-def _alive(pid: int) -> bool:
-    """Whether process ``pid`` exists (signal 0)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class Purging(SqliteCore):
@@ -125,15 +116,7 @@ class Purging(SqliteCore):
             self._write(conn, record)
             conn.execute("DELETE FROM store_state WHERE key = ?", (PURGE_STARTED_KEY,))
             self._put_state(conn, PURGE_PENDING_KEY, f"{scope}/{name}")
-        return PurgeReceipt(
-            scope=scope,
-            name=name,
-            reason=reason,
-            record=record.copy(),
-            tombstone=None if tomb is None else tomb.copy(),
-            redacted=tuple(c.seq for c in redacted),
-            index_rows=index_rows,
-        )
+        return PurgeReceipt.of(record, tomb, redacted, index_rows=index_rows)
 
     @staticmethod
     def _lexicon_rows(conn: sqlite3.Connection, scope: str, name: str) -> int:
@@ -144,17 +127,7 @@ class Purging(SqliteCore):
 
     def _with_scrub(self, receipt: PurgeReceipt) -> PurgeReceipt:
         done = self._scrub()
-        return PurgeReceipt(
-            scope=receipt.scope,
-            name=receipt.name,
-            reason=receipt.reason,
-            record=receipt.record,
-            tombstone=receipt.tombstone,
-            redacted=receipt.redacted,
-            index_rows=receipt.index_rows,
-            vectors=receipt.vectors,
-            rewritten=(*receipt.rewritten, done),
-        )
+        return replace(receipt, rewritten=(*receipt.rewritten, done))
 
     def _delete_state(self, key: str) -> None:
         with self._transaction() as conn:
@@ -209,7 +182,7 @@ class Purging(SqliteCore):
             if started is None:
                 return
             pid_text, _, key = started.partition(" ")
-            if pid_text.isdigit() and _alive(int(pid_text)):
+            if pid_text.isdigit() and pid_exists(int(pid_text)):
                 return  # that purge is still running
             self._delete_state(PURGE_STARTED_KEY)
             self._recovery = (

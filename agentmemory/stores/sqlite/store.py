@@ -233,11 +233,6 @@ class SqliteStore(Purging, Recovery, StoreBase):
         database)."""
         return str(self._path)
 
-    @property
-    def max_entry_bytes(self) -> int:
-        """The content bound in UTF-8 bytes."""
-        return self._limit
-
     # -- the write path ----------------------------------------------------------------------
 
     @_past_a_damaged_lexicon
