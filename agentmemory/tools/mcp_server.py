@@ -25,8 +25,9 @@ releases its folder lock at once.
 
 from __future__ import annotations
 
+import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import anyio
@@ -42,11 +43,14 @@ from ..render import DEFAULT_MAX_TOTAL_BYTES, render
 from ..store import Store
 from .adapters import call_tool
 from .schemas import DEFAULT_SEARCH_BYTES, DEFAULT_SEARCH_LIMIT
+from .texts import printable
 from .tool import Tool
 from .toolset import tools
 from .usage import usage
 
 __all__ = ["BLOCK_URI", "RECALL_PROMPT", "SERVER_NAME", "MemoryServer", "serve_stdio"]
+
+log = logging.getLogger("agentmemory.tools.mcp_server")
 
 BLOCK_URI = "memory://block"
 """The URI of the resource holding the rendered memory block (``text/markdown``)."""
@@ -153,11 +157,11 @@ class MemoryServer:
             neutralise=self.neutralise,
         )
         self._shown = manifest
-        return text
+        return self._sendable(text, ((m.scope, m.name) for m in manifest.entries if not m.reason))
 
     def recalled(self, hint: str) -> str:
         """The per-turn part for ``hint`` (``memory-recall``), or :data:`NOTHING_RECALLED`."""
-        part, _ = recall_part(
+        part, recalled = recall_part(
             self.store,
             self.block_scopes,
             hint,
@@ -165,7 +169,30 @@ class MemoryServer:
             policy=self.policy,
             neutralise=self.neutralise,
         )
-        return part.text if part is not None else NOTHING_RECALLED
+        if part is None:
+            return NOTHING_RECALLED
+        return self._sendable(part.text, ((e.scope, e.name) for e in recalled.entries))
+
+    def _sendable(self, text: str, shown: Iterable[tuple[str, str]]) -> str:
+        """``text`` as valid UTF-8 (:func:`~agentmemory.tools.texts.printable`); when it was
+        not, a warning on the server's log names the shown entries whose content holds
+        undecodable bytes (a Markdown entry file edited by hand), so one such file never stops
+        the server answering."""
+        sent = printable(text)
+        if sent is not text:
+            bad = []
+            for scope, name in shown:
+                try:
+                    content = self.store.get(scope, name).content
+                except Exception:  # the entry changed meanwhile: nothing to name
+                    continue
+                if printable(content) is not content:
+                    bad.append(f"{scope}/{name}")
+            log.warning(
+                "entries hold bytes that are not UTF-8, sent escaped (\\udcXX): %s",
+                ", ".join(bad) or "(none shown now)",
+            )
+        return sent
 
     def mcp_tools(self) -> list[types.Tool]:
         """The tools as MCP ``Tool`` definitions, annotations included."""

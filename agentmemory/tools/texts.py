@@ -23,6 +23,7 @@ __all__ = [
     "for_model",
     "hide_paths",
     "meta_words",
+    "printable",
 ]
 
 ECHO_CHARS = 200
@@ -31,6 +32,17 @@ how many more there were); docs/contract.md#what-the-model-is-told."""
 
 MAX_ERROR_CHARS = 1000
 """A store error a tool returns to the model is cut to this many characters."""
+
+
+def printable(text: str) -> str:
+    """``text`` made encodable as UTF-8: a lone surrogate (an undecodable byte a Markdown entry
+    file kept, or a JSON ``\\ud800`` escape) becomes its escape as text (``\\udcff``), so every
+    transport can send it; other text is returned as it is."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
 
 
 def echo(text: str) -> str:

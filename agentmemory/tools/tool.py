@@ -18,6 +18,7 @@ from typing import Any
 from ..entries import Change
 from ..errors import IndexDamagedError
 from .arguments import INVALID_ARGS, error_order, explain, json_type
+from .texts import printable
 
 __all__ = ["Tool", "ToolResult", "error"]
 
@@ -162,11 +163,6 @@ class Tool:
 
 
 def _printable(result: ToolResult) -> ToolResult:
-    """Make ``result.text`` encodable as UTF-8 (lone surrogates from JSON ``\\ud800`` escapes
-    become ``\\ud800`` text), so every transport can send it."""
-    try:
-        result.text.encode("utf-8")
-    except UnicodeEncodeError:
-        text = result.text.encode("utf-8", "backslashreplace").decode("utf-8")
-        return ToolResult(text, result.is_error, result.record)
-    return result
+    """``result`` with its text encodable as UTF-8 (:func:`~agentmemory.tools.texts.printable`)."""
+    text = printable(result.text)
+    return result if text is result.text else ToolResult(text, result.is_error, result.record)

@@ -21,7 +21,7 @@ from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 from test_tool_adapters import READ_SCOPES, SCOPES, SCRIPT, check_transcript, transcript_entry
 
-from agentmemory import ChromaStore, Entry, MemStore, tools, usage
+from agentmemory import ChromaStore, Entry, FileStore, MemStore, tools, usage
 from agentmemory.tools.mcp_server import BLOCK_URI, MemoryServer
 from embedders import HashingEmbedder
 
@@ -376,3 +376,37 @@ def test_a_cancelled_call_that_has_not_started_never_runs(tmp_path: Path) -> Non
     with SqliteStore(store / "journal.sqlite3") as journal:
         names = {r.entry.name for r in journal.journal()}
     assert "note-39" in names and "note-40" not in names
+
+
+@pytest.mark.slow  # starts the server as a process
+def test_an_entry_file_that_is_not_utf8_is_sent_escaped_and_the_server_keeps_answering(
+    tmp_path: Path,
+) -> None:
+    # a Markdown folder edited by hand: one entry file holds the byte 0xff (issue 22, case 3)
+    folder = tmp_path / "folder"
+    with FileStore(folder) as st:
+        st.put(Entry("user", "editor", "Prefers Vim for every edit."))
+        st.put(Entry("project", "build", "Run make test."))
+    entry = folder / "user" / "editor.md"
+    entry.write_bytes(entry.read_bytes().replace(b"Vim", b"V\xffim"))
+    seen: dict[str, str] = {}
+
+    async def body(client: Client) -> None:
+        block = (await client.read_resource(BLOCK_URI)).contents[0]
+        seen["block"] = block.text  # type: ignore[union-attr]
+        prompt = await client.get_prompt("memory-recall", {"hint": "which editor for edits"})
+        seen["prompt"] = prompt.messages[0].content.text  # type: ignore[union-attr]
+        found = await client.call_tool("memory_search", {"query": "editor edit"})
+        seen["search"] = text_of(found)
+        seen["tools"] = ",".join(t.name for t in (await client.list_tools()).tools)
+        again = (await client.read_resource(BLOCK_URI)).contents[0]
+        seen["again"] = again.text  # type: ignore[union-attr]
+
+    with_subprocess_client(folder, tmp_path / "server.log", body)
+    assert "Prefers V\\udcffim for every edit." in seen["block"]
+    assert "### build" in seen["block"]  # the other entries are all there
+    assert "V\\udcffim" in seen["search"]
+    assert seen["tools"] == "memory_save,memory_patch,memory_forget,memory_search"
+    assert seen["again"] == seen["block"]
+    log = (tmp_path / "server.log").read_text(encoding="utf-8", errors="replace")
+    assert "not UTF-8" in log and "user/editor" in log
