@@ -143,6 +143,7 @@ def _entry_text(e: Entry, limit: int, neutralise: bool = False) -> str:
 _ATX = re.compile(r"( {0,3})(#{1,3})(?=[ \t]|$)")
 _SETEXT = re.compile(r" {0,3}(=+|-+)[ \t]*")
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
+_BARE_CR = re.compile(r"\r(?!\n)")
 
 
 def neutralise_headings(content: str) -> str:
@@ -152,10 +153,13 @@ def neutralise_headings(content: str) -> str:
     Outside fenced code blocks: an ATX heading of level 1 to 3 (``# ``, ``## ``, ``### ``, up
     to 3 spaces of indent) becomes level 4 (``#### ``), the level ``usage()`` asks entries to
     use; a setext underline (a line of ``=`` or ``-`` right under a line of text) gets a
-    backslash in front, so it is text, not a level 1 or 2 heading. Everything else is kept
-    byte for byte; content without such headings is returned unchanged.
+    backslash in front, so it is text, not a level 1 or 2 heading. A bare CR (one not followed
+    by LF), which CommonMark reads as a line end, becomes LF, so the line after it is checked
+    too; a fenced code block the content leaves open is closed at its end (a fence line of the
+    same character and length), so it cannot turn the rest of the block into code. Everything
+    else is kept byte for byte; content without any of these is returned unchanged.
     """
-    lines = content.split("\n")
+    lines = _BARE_CR.sub("\n", content).split("\n")
     fence = ""
     prev_text = False
     for i, line in enumerate(lines):
@@ -179,6 +183,8 @@ def neutralise_headings(content: str) -> str:
             prev_text = False
             continue
         prev_text = line.strip() != ""
+    if fence:
+        lines.append(fence)
     return "\n".join(lines)
 
 
