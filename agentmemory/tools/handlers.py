@@ -31,7 +31,7 @@ from ..store import Store
 from ..validity import META_SUPERSEDES, superseded_entry
 from ..wire import go_quote
 from .schemas import MAX_SEARCH_LIMIT, writer_scopes_sentence
-from .texts import based_words, echo, for_model, hide_paths, meta_words
+from .texts import based_words, echo, for_model, hide_paths, meta_words, one_leg_words
 from .tool import ToolResult, error
 
 __all__ = ["PATCH_ATTEMPTS", "Handlers"]
@@ -276,15 +276,9 @@ class Handlers:
         if limit is None or limit < 1:
             limit = self.search_limit
         limit = min(int(limit), MAX_SEARCH_LIMIT)
-        found = self._recall(query, scopes, limit)
+        found, missing = self._recall(query, scopes, limit)
         where = ", ".join(scopes)
-        missing = getattr(self.store, "vector_unavailable", None)
-        caveat = (
-            f" Search by meaning was unavailable ({hide_paths(missing, self.store)}); these are "
-            "keyword (BM25) matches only."
-            if missing
-            else ""
-        )
+        caveat = one_leg_words(missing, self.store)
         if not found:
             return ToolResult(f"No entries in {where} match {echo(query)}.{caveat}")
         # Ranked retrieval returns the nearest entries, which need not all be relevant: say
@@ -312,8 +306,18 @@ class Handlers:
             )
         return ToolResult("".join(parts))
 
-    def _recall(self, query: str, scopes: Sequence[str], limit: int) -> list[Entry]:
-        """Rank with ``store.recall``, best first; keep only live entries of ``scopes``."""
-        hits = [h.entry for h in self.store.recall(query, scopes=list(scopes), limit=limit)]
+    def _recall(
+        self, query: str, scopes: Sequence[str], limit: int
+    ) -> tuple[list[Entry], dict[str, str]]:
+        """Rank with ``store.recall``, best first; keep only live entries of ``scopes``. Also
+        each leg that could not run, with why: from the hits, and the store's own
+        ``vector_unavailable`` (a handle opened journal-only), which holds with no hits too."""
+        hits = self.store.recall(query, scopes=list(scopes), limit=limit)
+        missing: dict[str, str] = {}
+        for h in hits:
+            missing.update(h.unavailable)
+        journal_only = getattr(self.store, "vector_unavailable", None)
+        if journal_only:
+            missing.setdefault("vector", str(journal_only))
         allowed = set(scopes)
-        return [e for e in hits if e.scope in allowed][:limit]
+        return [h.entry for h in hits if h.entry.scope in allowed][:limit], missing

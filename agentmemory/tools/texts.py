@@ -23,6 +23,7 @@ __all__ = [
     "for_model",
     "hide_paths",
     "meta_words",
+    "one_leg_words",
     "printable",
 ]
 
@@ -90,6 +91,26 @@ def for_model(exc: AgentMemoryError, store: object) -> str:
     if len(text) > MAX_ERROR_CHARS:
         text = text[: MAX_ERROR_CHARS - 1] + "…"
     return text
+
+
+LEG_REASON_CHARS = 200
+"""A failed leg's reason in a search result is cut to this many characters."""
+
+
+def one_leg_words(unavailable: Mapping[str, str], store: object) -> str:
+    """The one short line (a leading space, or ``""``) a search result adds when a leg could not
+    run (``unavailable``: leg name to why, as :attr:`recallers.Hit.unavailable` gives it): the
+    model is told the ranking used the other leg alone, with the reason cut to
+    :data:`LEG_REASON_CHARS` and no host path (docs/contract.md#memory_search)."""
+    if not unavailable:
+        return ""
+    leg = "vector" if "vector" in unavailable else next(iter(unavailable))
+    why = hide_paths(str(unavailable[leg]), store).replace("\n", " ")
+    if len(why) > LEG_REASON_CHARS:
+        why = why[: LEG_REASON_CHARS - 1] + "…"
+    if leg == "vector":
+        return f" Search by meaning was unavailable ({why}); these are keyword (BM25) matches only."
+    return f" Keyword search was unavailable ({why}); these are matches by meaning only."
 
 
 def meta_words(

@@ -410,3 +410,73 @@ def test_an_entry_file_that_is_not_utf8_is_sent_escaped_and_the_server_keeps_ans
     assert seen["again"] == seen["block"]
     log = (tmp_path / "server.log").read_text(encoding="utf-8", errors="replace")
     assert "not UTF-8" in log and "user/editor" in log
+
+
+def _ask(proc: subprocess.Popen[bytes], message: bytes, id_: int, errfile: Path) -> Any:
+    """Send one request to a raw server and read lines until its reply."""
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(message)
+    proc.stdin.flush()
+    while True:
+        line = proc.stdout.readline()
+        assert line, errfile.read_text()
+        reply = json.loads(line)
+        if reply.get("id") == id_:
+            return reply
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "agentmemory", *args],
+        cwd=str(ROOT),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False"},
+    )
+
+
+@pytest.mark.slow
+def test_maintenance_beside_a_running_server_moves_nothing_and_the_server_keeps_its_index(
+    tmp_path: Path,
+) -> None:
+    # issue 22 case 1: a server holds the embedded folder; verify, verify --repair and reindex
+    # are told the index is in use (not damaged) and leave it alone
+    store = tmp_path / "mem"
+    errfile = tmp_path / "err.txt"
+    with errfile.open("wb") as err:
+        proc = raw_server(store, err)
+        try:
+            first = _ask(
+                proc, HANDSHAKE + save_call(1, "editor", "Prefers Vim for edits."), 1, errfile
+            )
+            assert not first["result"].get("isError"), first
+            for args in (["verify"], ["verify", "--repair"], ["reindex"]):
+                done = _cli(*args, "--path", str(store), "--embedder", "hashing")
+                assert done.returncode == 1, (args, done.stdout, done.stderr)
+                assert "in use, not damaged" in done.stderr, (args, done.stderr)
+                assert "nothing was checked, moved or rebuilt" in done.stderr
+                assert f"pid {proc.pid}" in done.stderr
+                assert "Traceback" not in done.stderr
+            assert sorted(p.name for p in store.iterdir() if p.name.startswith("chroma")) == [
+                "chroma",
+                "chroma.lock",
+            ]
+            # the server's next save is indexed, and found by meaning with no caveat
+            saved = _ask(
+                proc, save_call(2, "shell", "Works in tmux sessions every day."), 2, errfile
+            )
+            assert "not updated" not in saved["result"]["content"][0]["text"], saved
+            search = rpc(
+                3,
+                "tools/call",
+                {"name": "memory_search", "arguments": {"query": "tmux sessions"}},
+            )
+            found = _ask(proc, search, 3, errfile)["result"]["content"][0]["text"]
+            assert "user/shell" in found and "unavailable" not in found, found
+        finally:
+            assert proc.stdin is not None
+            proc.stdin.close()
+            proc.wait(timeout=120)
+    done = _cli("verify", "--path", str(store), "--embedder", "hashing")
+    assert done.returncode == 0, done.stderr  # after the holder exits, verify checks and passes

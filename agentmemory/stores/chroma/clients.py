@@ -60,6 +60,7 @@ __all__ = [
     "SharedIndex",
     "close_folder",
     "describe_holder",
+    "folder_holder",
     "join_index",
     "leave_index",
     "open_folder",
@@ -99,6 +100,27 @@ def describe_holder(text: str) -> str:
     if host == socket.gethostname() and not pid_exists(pid):
         words += " (not running; a process it forked may still hold the lock)"
     return words
+
+
+def folder_holder(folder: str | os.PathLike[str]) -> str | None:
+    """Who holds ``folder``'s lock now, in words (:func:`describe_holder`), or ``None`` when no
+    process does (or the folder has no lock file). Creates nothing; takes the lock for an instant
+    only when it is free. A handle of this process counts as a holder too (``flock`` locks
+    belong to open files, not processes)."""
+    path = Path(folder) / LOCK_FILE_NAME
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return describe_holder(_read_text(path)) or "another process (it has not named itself yet)"
+    except OSError:
+        return None
+    finally:
+        os.close(fd)  # closing the file releases a lock taken here
+    return None
 
 
 class FolderLock:

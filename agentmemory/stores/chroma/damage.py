@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentmemory.errors import IndexReadOnlyError
+from agentmemory.errors import IndexReadOnlyError, StoreLockedError
 
 __all__ = [
     "DAMAGED_PREFIX",
@@ -58,17 +58,37 @@ def move_index_aside(folder: str | os.PathLike[str], *, now: float | None = None
     """Rename the store folder's ``chroma/`` to ``chroma.damaged-<UTC time>`` (:data:`DAMAGED_PREFIX`;
     ``now`` in seconds since the epoch, default the current time) and return the new path.
 
-    Raises ``OSError`` when the rename fails (no ``chroma/``, a name already taken).
+    The rename happens under the store's folder lock, taken without waiting: an index another
+    process holds is in use, not damaged, and is never moved (docs/storage.md#locked-is-not-damaged).
+
+    Raises:
+        StoreLockedError: another process (or another handle of this one) holds the folder;
+            nothing was moved.
+        OSError: the rename fails (no ``chroma/``, a name already taken).
     """
+    from .clients import FolderLock
+
     old = Path(folder) / "chroma"
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now))
     aside = old.with_name(DAMAGED_PREFIX + stamp)
-    old.rename(aside)
+    with FolderLock.acquire(folder, timeout_s=0.0, detail=HELD_DETAIL):
+        old.rename(aside)
     return aside
 
 
 READ_ONLY_STATUS = 3
 """The probe child's exit status when Chroma may not write the folder (not damaged)."""
+
+LOCKED_STATUS = 4
+"""The probe child's exit status when another process holds the folder (not damaged)."""
+
+HELD_DETAIL = (
+    "it is in use, not damaged: nothing was checked, moved or rebuilt; run this again after "
+    "that process closes the store, or run 'agentmemory server start' so that every process "
+    "shares one Chroma server"
+)
+"""What a check or a repair of an index another process holds says it did (nothing), and what
+to do instead."""
 
 PROBE_TIMEOUT_S = 120.0
 """How long the child process may take (it imports chromadb and loads every collection)."""
@@ -85,9 +105,16 @@ def probe_index(folder: Path, *, timeout_s: float = PROBE_TIMEOUT_S) -> str | No
     Raises:
         IndexReadOnlyError: the child found the folder's files may not be written (nothing is
             damaged; ``folder`` names the store).
+        StoreLockedError: another process holds the folder (found before the child starts, or
+            by the child): the index is in use, not damaged, and was not loaded.
     """
+    from .clients import folder_holder
+
     if not (folder / "chroma").is_dir():
         return None
+    holder = folder_holder(folder)
+    if holder is not None:
+        raise StoreLockedError(str(folder), holder, HELD_DETAIL)
     try:
         done = subprocess.run(
             [sys.executable, "-c", _CHILD, str(folder)],
@@ -109,6 +136,8 @@ def probe_index(folder: Path, *, timeout_s: float = PROBE_TIMEOUT_S) -> str | No
         reason = (lines[-1] if lines else f"a probe process failed ({done.returncode})")[:300]
         if done.returncode == READ_ONLY_STATUS:
             raise IndexReadOnlyError(str(folder), "vector", reason)
+        if done.returncode == LOCKED_STATUS:
+            raise StoreLockedError(str(folder), reason, HELD_DETAIL)
         return reason
     return None
 
@@ -123,6 +152,9 @@ def _probe_here(folder: str) -> int:
     where = Path(folder)
     try:
         client = open_folder(where, timeout_s=5.0)
+    except StoreLockedError as exc:  # taken since the parent looked: in use, not damaged
+        print(exc.holder, file=sys.stderr)
+        return LOCKED_STATUS
     except IndexDamagedError as exc:  # the reason alone: the parent wraps it in its own line
         print(exc.detail, file=sys.stderr)
         return READ_ONLY_STATUS if isinstance(exc, IndexReadOnlyError) else 1
