@@ -415,6 +415,9 @@ def open_store(
                     lock_timeout_s=timeout,
                     embedder=model,
                     reindex=rebuild,
+                    journal_only_when_damaged=bool(
+                        store_options.get("journal_only_when_damaged", False)
+                    ),
                 )
             except EmbedderMismatchError as exc:
                 own = embedder_for(exc.stored) if embedder is None else None

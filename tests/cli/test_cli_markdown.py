@@ -227,3 +227,32 @@ def test_a_hand_edit_is_found_by_search_after_a_save_to_another_entry(tmp_path: 
     args = ["search", "switched helix", "--mode", "vector", "--json", "--path", str(folder)]
     vector = json.loads(ok(*args, *HASHING).stdout)
     assert vector["hits"][0]["name"] == "editor"
+
+
+@pytest.mark.slow  # opens Chroma
+def test_a_damaged_vectors_index_takes_saves_and_searches_and_reindex_cures_it(
+    tmp_path: Path,
+) -> None:
+    # issue 22 case 5: half of .vectors/chroma/chroma.sqlite3 cut off
+    folder = tmp_path / "notes"
+    ok("save", "--path", str(folder), "--format", "markdown", *HASHING, "user/a", "Prefers Vim.")
+    db = folder / ".vectors" / "chroma" / "chroma.sqlite3"
+    with db.open("r+b") as f:
+        f.truncate(db.stat().st_size // 2)
+    saved = run("save", "--path", str(folder), *HASHING, "user/b", "Works in tmux sessions.")
+    assert saved.exit_code == 0, saved.stderr
+    assert [e["name"] for e in listed(folder)] == ["a", "b"]  # journaled
+    found = run("search", "--path", str(folder), *HASHING, "tmux sessions")
+    assert found.exit_code == 0, found.stderr
+    assert "user/b" in found.stdout
+    assert "vector leg was unavailable" in found.stderr
+    assert f"agentmemory reindex --path {folder}'" in found.stderr
+    assert (
+        ".vectors'" not in found.stderr and "--path " + str(folder / ".vectors") not in found.stderr
+    )
+    cured = run("reindex", "--path", str(folder), *HASHING)
+    assert cured.exit_code == 0, cured.stderr
+    assert "moved it to" in cured.stderr
+    meaning = ok("search", "--path", str(folder), *HASHING, "--mode", "vector", "tmux sessions")
+    assert meaning.stdout.splitlines()[1].split()[1] == "user/b"
+    assert "unavailable" not in meaning.stderr

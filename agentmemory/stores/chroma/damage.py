@@ -68,10 +68,13 @@ def move_index_aside(folder: str | os.PathLike[str], *, now: float | None = None
     """
     from .clients import FolderLock
 
-    old = Path(folder) / "chroma"
+    base = Path(folder)
+    if not (base / "chroma").is_dir() and (base / ".vectors" / "chroma").is_dir():
+        base = base / ".vectors"  # a Markdown folder keeps its index there, with its own lock
+    old = base / "chroma"
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now))
     aside = old.with_name(DAMAGED_PREFIX + stamp)
-    with FolderLock.acquire(folder, timeout_s=0.0, detail=HELD_DETAIL):
+    with FolderLock.acquire(base, timeout_s=0.0, detail=HELD_DETAIL):
         old.rename(aside)
     return aside
 

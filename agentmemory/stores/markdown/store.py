@@ -43,7 +43,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentmemory.entries import Change, Entry
-from agentmemory.errors import AgentMemoryError, NotFoundError, RecallModeError, StoreLockedError
+from agentmemory.errors import (
+    AgentMemoryError,
+    IndexDamagedError,
+    NotFoundError,
+    RecallModeError,
+    StoreLockedError,
+)
 from agentmemory.recall import RECALL_MODES, search_entries
 from agentmemory.rules import DEFAULT_MAX_ENTRY_BYTES, check_entry, valid_name
 from agentmemory.store import plan_put
@@ -136,6 +142,7 @@ class FileStore(Purging, StoreBase):
         tokenizer: Tokenizer = DEFAULT_TOKENIZER,
         embedder: Embedder | None = None,
         reindex: bool = False,
+        journal_only_when_damaged: bool = False,
     ) -> None:
         if max_entry_bytes < 1:
             raise ValueError(f"max_entry_bytes is {max_entry_bytes}; it must be at least 1")
@@ -162,6 +169,7 @@ class FileStore(Purging, StoreBase):
         self._index_cache: dict[str, dict[str, str]] = {}  # scope -> name -> description
         self._index_written: dict[str, bytes] = {}  # scope -> the INDEX.md bytes last written
         self._vectors: FolderVectors | None = None
+        self._unavailable: str | None = None
         self._cursor_moved = False
         self._recovery: str | None = None
         # entry files (scope/name -> FileStat) the journal agreed with at this handle's last
@@ -176,9 +184,26 @@ class FileStore(Purging, StoreBase):
         if embedder is not None:
             from .vectors import FolderVectors
 
-            self._vectors = FolderVectors(
-                self._root, embedder, lock_timeout_s=self._lock_timeout_s, reindex=reindex
-            )
+            try:
+                self._vectors = FolderVectors(
+                    self._root, embedder, lock_timeout_s=self._lock_timeout_s, reindex=reindex
+                )
+            except IndexDamagedError as exc:
+                if not journal_only_when_damaged:
+                    raise
+                # as SqliteStore's folder does: the journal and BM25 serve, the vectors wait for
+                # the repair (docs/storage.md#a-damaged-vector-index)
+                self._unavailable = (
+                    f"the vector index is damaged ({exc.detail}); run 'agentmemory reindex "
+                    f"--path {self._root}' to rebuild it from the journal"
+                )
+                log.warning("agentmemory: store %s: %s", self._root, self._unavailable)
+
+    @property
+    def vector_unavailable(self) -> str | None:
+        """Why this handle searches without its vector index (``.vectors`` could not be opened:
+        it opened the journal alone, as ``journal_only_when_damaged`` allows), or ``None``."""
+        return self._unavailable
 
     # -- properties --------------------------------------------------------------------------
 

@@ -29,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from agentmemory.entries import Change, Entry
-from agentmemory.errors import EmbedderMismatchError
+from agentmemory.errors import EmbedderMismatchError, IndexDamagedError
 from agentmemory.rules import check_scope
 from agentmemory.stores.chroma.clients import (
     CHROMA_FOLDER,
@@ -148,7 +148,10 @@ class FolderVectors:
         self._folder.mkdir(exist_ok=True)
         self._embedder = embedder
         self._lock = _folder_lock(self._folder)
-        client = open_folder(self._folder, lock_timeout_s)
+        try:
+            client = open_folder(self._folder, lock_timeout_s)
+        except IndexDamagedError as exc:  # name the store (the folder), not its .vectors
+            raise type(exc)(str(root), exc.index, exc.detail) from exc
         self._closed = False
         try:
             self._index = ChromaIndex(client, DEFAULT_COLLECTION_PREFIX)
