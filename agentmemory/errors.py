@@ -33,6 +33,7 @@ caller of the contract catches, the others are imported from here)::
             EmbedderMismatchError    [ValueError]       another embedder than the vectors' own
             EmbedderNameError        [ValueError]       an embedder name the registry refuses
             ChromaServerError        [ConnectionError]  a Chroma server that cannot be used
+                ChromaServerTimeoutError [TimeoutError]  a server that did not answer in time
                 ChromaAddressError   [ValueError]       a missing or malformed server address
         indexes (derived data; the journal is intact)
             IndexOutOfStepError                         the vector index misses the journal
@@ -77,6 +78,7 @@ __all__ = [
     "BudgetError",
     "ChromaAddressError",
     "ChromaServerError",
+    "ChromaServerTimeoutError",
     "ConflictError",
     "DataFormatError",
     "DataNotFoundError",
@@ -291,6 +293,22 @@ class ChromaServerError(AgentMemoryError, ConnectionError):
         self.where = where
         self.detail = detail
         super().__init__(f"agentmemory: Chroma server {where}: {detail}")
+
+
+class ChromaServerTimeoutError(ChromaServerError, TimeoutError):
+    """A Chroma server did not answer within the request timeout (stopped with SIGSTOP, or
+    overloaded): not damage and not a refusal. An opener of the folder opens the journal alone
+    (docs/storage.md#a-stuck-server).
+
+    Attributes:
+        where: the server, as :class:`ChromaServerError` names it.
+        detail: what happened and what to do.
+        timeout_s: the timeout that ran out, in seconds.
+    """
+
+    def __init__(self, where: str, detail: str, timeout_s: float) -> None:
+        self.timeout_s = timeout_s
+        super().__init__(where, detail)
 
 
 class ChromaAddressError(ChromaServerError, ValueError):

@@ -361,8 +361,10 @@ def open_store(
             another chromadb version, or could not be started.
 
     When another process holds the embedded folder (past ``lock_timeout_s``, 0 s for
-    ``read_only``), the store opens journal-only (:attr:`ChromaStore.vector_unavailable` says
-    why): writes land in the journal with a ``note``, and recall runs the BM25 leg alone.
+    ``read_only``), or the folder's Chroma server (or ``chroma_url``) runs but does not answer
+    within ``server_timeout_s`` (``store_options``; docs/storage.md#a-stuck-server), the store
+    opens journal-only (:attr:`ChromaStore.vector_unavailable` says why): writes land in the
+    journal with a ``note``, and recall runs the BM25 leg alone.
 
     Also what :meth:`ChromaStore.open` raises. An :class:`~agentmemory.errors.IndexOutOfStepWarning` is
     issued (``warnings.warn``) when the index misses what the journal holds.
@@ -392,6 +394,7 @@ def open_store(
     if shared is None:
         shared = os.environ.get(SHARED_ENV, "").strip().lower() in ("1", "true", "yes", "on")
     store_options.setdefault("journal_only_when_held", True)
+    store_options.setdefault("journal_only_when_unreachable", True)
     if not reindex:  # a rebuild needs to know (open_store_moving_damage moves it aside)
         store_options.setdefault("journal_only_when_damaged", True)
     if read_only:
@@ -516,7 +519,7 @@ def open_hosted_store(
     journal_options = {k: store_options.pop(k) for k in ("lock_timeout_s",) if k in store_options}
     journal = open_hosted_journal(dsn, max_entry_bytes=max_entry_bytes, **journal_options)
     try:
-        client = connect_url(chroma_url)
+        client = connect_url(chroma_url, timeout_s=store_options.get("server_timeout_s"))
         if isinstance(embedder, str):
             chosen = get_embedder(embedder)
         elif embedder is not None:

@@ -16,6 +16,7 @@ import textwrap
 import time
 import warnings
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -55,6 +56,21 @@ def agentmemory(*args: str, path: Path) -> subprocess.CompletedProcess[str]:
         timeout=CHILD_TIMEOUT_S,
         cwd=REPO,
         env={k: v for k, v in os.environ.items() if not k.startswith("AGENTMEMORY_")},
+    )
+
+
+def agentmemory_env(*args: str, path: Path) -> subprocess.CompletedProcess[str]:
+    """As :func:`agentmemory`, keeping ``$AGENTMEMORY_CHROMA_TIMEOUT``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEMORY_")}
+    if "AGENTMEMORY_CHROMA_TIMEOUT" in os.environ:
+        env["AGENTMEMORY_CHROMA_TIMEOUT"] = os.environ["AGENTMEMORY_CHROMA_TIMEOUT"]
+    return subprocess.run(
+        [AGENTMEMORY, *args, "--path", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=CHILD_TIMEOUT_S,
+        cwd=REPO,
+        env=env,
     )
 
 
@@ -281,3 +297,89 @@ def test_reads_on_the_folders_server_leave_indexing_to_writers(server_store: Pat
     with open_store(store, embedder="hashing") as writer:
         writer.put(Entry("user", "owl", "owls hoot"))
     assert vectors() == before + 2, "the writer did not catch the index up"
+
+
+# --- a stuck server (docs/storage.md#a-stuck-server) --------------------------------------------
+
+
+@contextmanager
+def stopped(pid: int) -> Iterator[None]:
+    """The process ``pid`` stopped with SIGSTOP (a hung server: it accepts connections and never
+    answers), continued on leaving."""
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
+
+
+@pytest.mark.slow
+def test_a_stopped_server_costs_the_cli_no_write_and_no_hang(
+    server_store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = server_store
+    assert agentmemory("server", "start", path=store).returncode == 0
+    record = read_record(store)
+    assert record is not None
+    monkeypatch.setenv("AGENTMEMORY_CHROMA_TIMEOUT", "2")
+    with stopped(record.pid):
+        # Before the timeout these hung past CHILD_TIMEOUT_S (subprocess.TimeoutExpired).
+        saved = agentmemory_env("save", "user/dog", "dogs bark at night", path=store)
+        found = agentmemory_env("search", "dogs", "bark", path=store)
+    assert saved.returncode == 0, saved.stderr
+    assert "did not answer within 2 s" not in saved.stdout
+    assert "the write is in the journal" in saved.stderr and record.describe() in saved.stderr
+    from agentmemory import SqliteStore
+    from agentmemory.stores.chroma.store import JOURNAL_FILE
+
+    with SqliteStore(store / JOURNAL_FILE) as journal:
+        assert journal.get("user", "dog").content == "dogs bark at night"
+    assert found.returncode == 0, found.stderr
+    assert "user/dog" in found.stdout and "vector unavailable" in found.stdout
+    assert "did not answer within 2 s" in found.stderr
+    # Once the server answers again, the next write brings its index up to date.
+    again = agentmemory_env("save", "user/owl", "owls hoot", path=store)
+    assert again.returncode == 0 and again.stderr == "", again.stderr
+    found = agentmemory_env("search", "dogs", "bark", path=store)
+    assert "user/dog" in found.stdout and "vector #" in found.stdout, found.stdout
+    checked = agentmemory_env("verify", path=store)
+    assert checked.returncode == 0 and "3 entries indexed" in checked.stdout, checked.stdout
+
+
+@pytest.mark.slow
+def test_a_server_stopped_under_an_open_store_fails_its_requests_in_time(
+    server_store: Path,
+) -> None:
+    from agentmemory.errors import IndexWriteError
+
+    with open_store(
+        store := server_store, embedder="hashing", shared=True, server_timeout_s=2
+    ) as st:
+        record = read_record(store)
+        assert record is not None and st.server == record.describe()
+        with stopped(record.pid):
+            with pytest.raises(IndexWriteError, match="ReadTimeout") as failed:
+                st.put(Entry("user", "dog", "dogs bark at night"))
+            assert failed.value.changes[0].entry.name == "dog"
+            hits = st.recall("dogs bark", scopes=["user"])
+        assert [h.entry.name for h in hits] == ["dog"]
+        assert "vector" in hits[0].unavailable
+        st.put(Entry("user", "owl", "owls hoot"))
+        report = st.verify()
+        assert report.ok and report.indexed == 3
+
+
+def test_the_server_timeout_is_checked_where_it_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentmemory.stores.chroma.server import SERVER_TIMEOUT_S, TIMEOUT_ENV, server_timeout_s
+
+    monkeypatch.delenv(TIMEOUT_ENV, raising=False)
+    assert server_timeout_s() == SERVER_TIMEOUT_S == 30.0
+    assert server_timeout_s(1.5) == 1.5
+    monkeypatch.setenv(TIMEOUT_ENV, "4")
+    assert server_timeout_s() == 4.0 and server_timeout_s(2) == 2.0
+    for bad in ("0", "-1", "soon", "inf"):
+        monkeypatch.setenv(TIMEOUT_ENV, bad)
+        with pytest.raises(ValueError, match=rf"\$AGENTMEMORY_CHROMA_TIMEOUT is '{bad}'.*above 0"):
+            server_timeout_s()
+    with pytest.raises(ValueError, match=r"server_timeout_s is 0.*above 0"):
+        server_timeout_s(0)

@@ -74,6 +74,16 @@ class ChromaStoreOptions(TypedDict, total=False):
             ``journal_only_when_held`` does: writes land in the journal with a ``note`` naming
             the cure, and :meth:`ChromaStore.recall` runs the BM25 leg, each hit naming the
             damaged vector leg (docs/storage.md#a-damaged-vector-index). Default ``False``.
+        journal_only_when_unreachable: when the Chroma server (the folder's own, or
+            ``chroma_url``) runs but does not answer within ``server_timeout_s``
+            (:class:`~agentmemory.errors.ChromaServerTimeoutError`: stopped, or overloaded),
+            open the journal alone instead of raising, as ``journal_only_when_held`` does;
+            the next writer that reaches the server indexes what was written meanwhile
+            (docs/storage.md#a-stuck-server). Default ``False``.
+        server_timeout_s: how long each request to a Chroma server may wait for its answer,
+            in seconds; ``None`` (the default) takes ``$AGENTMEMORY_CHROMA_TIMEOUT``, else
+            :data:`~agentmemory.stores.chroma.server.SERVER_TIMEOUT_S` (30). A client given as
+            ``client`` keeps its own.
         read_only: open to read: no replay of journal records into the index and no catch-up
             on search (another process owns that work). Writes still index themselves.
             Default ``False``.
@@ -95,6 +105,8 @@ class ChromaStoreOptions(TypedDict, total=False):
     chroma_url: str | None
     journal_only_when_held: bool
     journal_only_when_damaged: bool
+    journal_only_when_unreachable: bool
+    server_timeout_s: float | None
     read_only: bool
 
 

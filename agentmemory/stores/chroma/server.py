@@ -33,7 +33,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from agentmemory.errors import ChromaAddressError, ChromaServerError, ServerRecordWarning
+from agentmemory.errors import (
+    ChromaAddressError,
+    ChromaServerError,
+    ChromaServerTimeoutError,
+    ServerRecordWarning,
+)
 from agentmemory.stores.processes import pid_running
 from agentmemory.wire import format_time
 
@@ -44,7 +49,9 @@ __all__ = [
     "SERVER_FOLDER",
     "SERVER_HOST",
     "SERVER_RECORD",
+    "SERVER_TIMEOUT_S",
     "START_TIMEOUT_S",
+    "TIMEOUT_ENV",
     "ChromaAddress",
     "ServerRecord",
     "chromadb_version",
@@ -53,6 +60,7 @@ __all__ = [
     "live_record",
     "parse_chroma_address",
     "read_record",
+    "server_timeout_s",
     "start_server",
     "stop_server",
     "store_client",
@@ -71,10 +79,24 @@ START_TIMEOUT_S = 60.0
 """How long :func:`start_server` waits for ``chroma run`` to answer its heartbeat, in seconds
 (how long it takes: benchmarks/README.md, "Notes moved from docstrings", agentmemory.stores.chroma)."""
 
+SERVER_TIMEOUT_S = 30.0
+"""How long one request to a Chroma server may wait for its answer, in seconds (the default of
+:func:`server_timeout_s`): past it the request fails as for a server that is gone (a write stays
+in the journal, a search answers from BM25 and says so; docs/storage.md#a-stuck-server). Long
+enough for the largest upsert a store sends (one batch of the index's chunk)."""
+
+CONNECT_TIMEOUT_S = 5.0
+"""How long opening a TCP connection to a Chroma server may take, in seconds (at most the
+request timeout)."""
+
+TIMEOUT_ENV = "AGENTMEMORY_CHROMA_TIMEOUT"
+"""The variable that sets :func:`server_timeout_s` for every store of the process (seconds)."""
+
 _LOG_FILE = "server.log"
 
 _clients_lock = threading.Lock()
-_clients: dict[tuple[str, int], Any] = {}
+_clients: dict[tuple[str, int, bool], Any] = {}
+_clients_pid: dict[tuple[str, int, bool], int] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,30 +169,121 @@ def _is_chroma(pid: int) -> bool:
     return b"chroma" in argv
 
 
-def _http_client(host: str, port: int, *, ssl: bool = False) -> Any:
-    """One ``chromadb.HttpClient`` per (host, port) in this process, telemetry off."""
-    key = (host, port)
+def server_timeout_s(value: float | None = None) -> float:
+    """The request timeout to use, in seconds: ``value`` when given, else
+    ``$AGENTMEMORY_CHROMA_TIMEOUT``, else :data:`SERVER_TIMEOUT_S`.
+
+    Raises:
+        ValueError: the value (or the variable) is not a number of seconds above 0; the message
+            names where it came from, the value and the limit.
+    """
+    where = "server_timeout_s"
+    raw: object = value
+    if value is None:
+        text = os.environ.get(TIMEOUT_ENV, "").strip()
+        if not text:
+            return SERVER_TIMEOUT_S
+        where, raw = f"${TIMEOUT_ENV}", text
+    try:
+        seconds = float(raw)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        seconds = float("nan")
+    if not seconds > 0 or seconds == float("inf"):
+        raise ValueError(
+            f"{where} is {raw!r}; it must be a number of seconds above 0 (the default is "
+            f"{SERVER_TIMEOUT_S:g})"
+        )
+    return seconds
+
+
+def _timed_out(err: BaseException) -> bool:
+    """Whether ``err`` is a request that ran past its timeout (httpx's, as chromadb's client
+    raises it)."""
+    import httpx
+
+    return isinstance(err, httpx.TimeoutException | ChromaServerTimeoutError)
+
+
+def _stuck(where: str, timeout_s: float, advice: str) -> ChromaServerTimeoutError:
+    return ChromaServerTimeoutError(
+        where,
+        f"it did not answer within {timeout_s:g} s (is it stopped or overloaded?); {advice}; "
+        f"the timeout is ${TIMEOUT_ENV} (seconds, default {SERVER_TIMEOUT_S:g})",
+        timeout_s,
+    )
+
+
+def _bound(client: Any, timeout_s: float, where: str) -> None:
+    """Give ``client``'s HTTP session (an ``httpx.Client``: chromadb makes it with no timeout)
+    the request timeout ``timeout_s``. The session is shared by every client of one server in
+    the process (chromadb keeps one per address), so the last store opened sets it."""
+    import httpx
+
+    session = getattr(getattr(client, "_server", None), "_session", None)
+    if not isinstance(session, httpx.Client):
+        raise ChromaServerError(
+            where,
+            f"chromadb {chromadb_version()}'s HTTP client keeps no httpx session that "
+            "agentmemory can give a timeout; install the chromadb version pyproject.toml names",
+        )
+    session.timeout = httpx.Timeout(timeout_s, connect=min(timeout_s, CONNECT_TIMEOUT_S))
+
+
+def _http_client(host: str, port: int, *, ssl: bool = False, timeout_s: float) -> Any:
+    """One ``chromadb.HttpClient`` per (host, port) in this process, telemetry off, each
+    request bounded by ``timeout_s`` seconds.
+
+    chromadb's constructor already asks the server who the caller is; it runs in a daemon
+    thread joined for ``timeout_s``, so a stopped server cannot hang the caller (the thread is
+    left to the server, and ends with the process at the latest).
+
+    Raises:
+        ChromaServerTimeoutError: the constructor's requests did not finish in ``timeout_s``.
+        Exception: what chromadb's constructor raised (a refused connection, another protocol).
+    """
+    key = (host, port, ssl)
+    where = f"{'https' if ssl else 'http'}://{host}:{port}"
     with _clients_lock:
         client = _clients.get(key)
         if client is None or _clients_pid.get(key) != os.getpid():
-            import chromadb
-            from chromadb.config import Settings
-
-            client = chromadb.HttpClient(
-                host=host, port=port, ssl=ssl, settings=Settings(anonymized_telemetry=False)
-            )
+            client = _construct(host, port, ssl, timeout_s, where)
             _clients[key] = client
             _clients_pid[key] = os.getpid()
+        _bound(client, timeout_s, where)
         return client
 
 
-_clients_pid: dict[tuple[str, int], int] = {}
+def _construct(host: str, port: int, ssl: bool, timeout_s: float, where: str) -> Any:
+    import chromadb
+    from chromadb.config import Settings
+
+    made: list[Any] = []
+    failed: list[BaseException] = []
+
+    def build() -> None:
+        try:
+            made.append(
+                chromadb.HttpClient(
+                    host=host, port=port, ssl=ssl, settings=Settings(anonymized_telemetry=False)
+                )
+            )
+        except BaseException as err:
+            failed.append(err)
+
+    worker = threading.Thread(target=build, name="agentmemory-chroma-connect", daemon=True)
+    worker.start()
+    worker.join(timeout_s)
+    if worker.is_alive():
+        raise _stuck(where, timeout_s, "nothing was sent to it")
+    if failed:
+        raise failed[0]
+    return made[0]
 
 
-def _answers(host: str, port: int) -> bool:
-    """Whether a Chroma server answers its heartbeat at ``host:port``."""
+def _answers(host: str, port: int, timeout_s: float = CONNECT_TIMEOUT_S) -> bool:
+    """Whether a Chroma server answers its heartbeat at ``host:port`` within ``timeout_s``."""
     try:
-        _http_client(host, port).heartbeat()
+        _http_client(host, port, timeout_s=timeout_s).heartbeat()
     except Exception:
         return False
     return True
@@ -195,8 +308,14 @@ def live_record(folder: str | os.PathLike[str], *, report: bool = True) -> Serve
     return None
 
 
-def _check(record: ServerRecord, folder: Path) -> Any:
-    """An HttpClient on ``record``'s server after checking it answers and its version."""
+def _check(record: ServerRecord, folder: Path, timeout_s: float) -> Any:
+    """An HttpClient on ``record``'s server after checking it answers (within ``timeout_s``
+    seconds) and its version.
+
+    Raises:
+        ChromaServerTimeoutError: it did not answer in time (stopped, or overloaded).
+        ChromaServerError: it is of another chromadb version, or something else answers.
+    """
     mine = chromadb_version()
     if record.chromadb != mine:
         raise ChromaServerError(
@@ -205,15 +324,22 @@ def _check(record: ServerRecord, folder: Path) -> Any:
             f"{mine} (their protocols may differ); stop it with 'agentmemory server stop "
             f"--path {folder}' and start it again from this installation",
         )
-    if not _answers(record.host, record.port):
+    restart = (
+        f"see {_server_dir(folder) / _LOG_FILE}, then 'agentmemory server stop --path "
+        f"{folder}' and 'agentmemory server start --path {folder}'"
+    )
+    try:
+        client = _http_client(record.host, record.port, timeout_s=timeout_s)
+        client.heartbeat()
+    except Exception as err:
+        if _timed_out(err):
+            raise _stuck(record.describe(), timeout_s, restart) from None
         raise ChromaServerError(
             record.describe(),
             f"process {record.pid} runs but no Chroma server answers on port {record.port} "
-            f"(is the port taken by something else, or is the server stuck?); see "
-            f"{_server_dir(folder) / _LOG_FILE}, then 'agentmemory server stop --path {folder}' "
-            f"and 'agentmemory server start --path {folder}'",
-        )
-    return _http_client(record.host, record.port)
+            f"({type(err).__name__}: is the port taken by something else?); {restart}",
+        ) from None
+    return client
 
 
 DEFAULT_CHROMA_PORT = 8000
@@ -287,21 +413,27 @@ def parse_chroma_address(address: str) -> ChromaAddress:
     return ChromaAddress(parts.hostname, port, ssl)
 
 
-def connect_url(url: str) -> Any:
+def connect_url(url: str, *, timeout_s: float | None = None) -> Any:
     """An HttpClient on the Chroma server at ``url`` (any address
     :func:`parse_chroma_address` reads: ``http://host:port`` or ``host:port``), after a
-    heartbeat.
+    heartbeat; each request it sends waits at most ``timeout_s`` seconds
+    (:func:`server_timeout_s`).
 
     Raises:
         ChromaAddressError: ``url`` is not an address :func:`parse_chroma_address` reads.
+        ChromaServerTimeoutError: it did not answer within the timeout.
         ChromaServerError: nothing answers there as a Chroma server of a protocol this
             chromadb speaks.
+        ValueError: ``timeout_s`` (or its variable) is not a number of seconds above 0.
     """
     address = parse_chroma_address(url)
+    timeout = server_timeout_s(timeout_s)
     try:
-        client = _http_client(address.host, address.port, ssl=address.ssl)
+        client = _http_client(address.host, address.port, ssl=address.ssl, timeout_s=timeout)
         client.heartbeat()
     except Exception as err:
+        if _timed_out(err):
+            raise _stuck(address.url, timeout, "is it the server you meant?") from None
         raise ChromaServerError(
             address.url,
             f"no Chroma server of chromadb {chromadb_version()}'s protocol answers there "
@@ -311,36 +443,45 @@ def connect_url(url: str) -> Any:
     return client
 
 
-def folder_client(folder: Path, *, start: bool) -> tuple[Any, ServerRecord] | None:
+def folder_client(
+    folder: Path, *, start: bool, timeout_s: float | None = None
+) -> tuple[Any, ServerRecord] | None:
     """An HttpClient on ``folder``'s own server and its record: the live one recorded, or (with
     ``start``) one started now when none runs; ``None`` when none runs and ``start`` is false.
+    Each request waits at most ``timeout_s`` seconds (:func:`server_timeout_s`).
 
     Raises:
+        ChromaServerTimeoutError: the recorded server runs but did not answer in time.
         ChromaServerError: the recorded server is of another chromadb version or does not
             answer, or the server could not be started.
     """
+    timeout = server_timeout_s(timeout_s)
     record = live_record(folder)
     if record is None:
         if not start:
             return None
         record = start_server(folder)
-    return _check(record, folder), record
+    return _check(record, folder, timeout), record
 
 
-def store_client(folder: Path | None, *, url: str | None, shared: bool) -> tuple[Any, str] | None:
+def store_client(
+    folder: Path | None, *, url: str | None, shared: bool, timeout_s: float | None = None
+) -> tuple[Any, str] | None:
     """The Chroma server client a store opens, and the server in words for messages: the
     server at ``url`` when given; else ``folder``'s own server when one runs, or (with
     ``shared``) one started now (:func:`folder_client`); ``None`` for the folder's embedded
-    client (or when there is no folder: the caller gives its client).
+    client (or when there is no folder: the caller gives its client). Each request waits at
+    most ``timeout_s`` seconds (:func:`server_timeout_s`).
 
     Raises:
-        ChromaServerError: as :func:`connect_url` and :func:`folder_client`.
+        ChromaServerError: as :func:`connect_url` and :func:`folder_client` (a
+            :class:`~agentmemory.errors.ChromaServerTimeoutError` when it did not answer in time).
     """
     if url:
-        return connect_url(url), url
+        return connect_url(url, timeout_s=timeout_s), url
     if folder is None:
         return None
-    found = folder_client(folder, start=shared)
+    found = folder_client(folder, start=shared, timeout_s=timeout_s)
     if found is None:
         return None
     client, record = found

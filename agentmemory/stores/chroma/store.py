@@ -47,6 +47,7 @@ import numpy.typing as npt
 
 from agentmemory.entries import Change, Entry
 from agentmemory.errors import (
+    ChromaServerTimeoutError,
     EmbedderMismatchError,
     IndexDamagedError,
     IndexReadOnlyError,
@@ -166,14 +167,30 @@ class ChromaStore(Purging, IndexUpkeep, StoreBase):
         if client is None:
             from .server import store_client
 
-            found = store_client(
-                self._dir if journal is None else None,
-                url=options.get("chroma_url"),
-                shared=options.get("shared", False),
-            )
+            try:
+                found = store_client(
+                    self._dir if journal is None else None,
+                    url=options.get("chroma_url"),
+                    shared=options.get("shared", False),
+                    timeout_s=options.get("server_timeout_s"),
+                )
+            except ChromaServerTimeoutError as stuck:
+                if not options.get("journal_only_when_unreachable", False):
+                    raise
+                found = None
+                self._server = stuck.where
+                self._unavailable = (
+                    f"the Chroma server {stuck.where} holding the vector index of {self._where} "
+                    f"did not answer within {stuck.timeout_s:g} s (is it stopped or overloaded?)"
+                )
+                self._write_note = (
+                    "the write is in the journal and its lexical index; the vector index on the "
+                    f"Chroma server {stuck.where} is brought up to date from the journal by the "
+                    "next write once the server answers"
+                )
             if found is not None:
                 client, self._server = found
-        self._embedded = client is None
+        self._embedded = client is None and self._unavailable is None
         # A server this folder does not own may hold other stores' collections: name ours after
         # the journal's id (docs/storage.md#one-collection-per-scope).
         by_store_id = journal is not None or bool(options.get("chroma_url"))
