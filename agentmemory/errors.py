@@ -29,6 +29,7 @@ caller of the contract catches, the others are imported from here)::
             StoreLockedError         [TimeoutError]     another writer held the store
             StoreUnavailableError    [ConnectionError]  the database server is out of reach
             StoreIOError             [OSError]          the disk or the OS failed the database
+            StoreLinkError           [OSError]          a link where a Markdown folder reads or writes
             NoStoreError             [FileNotFoundError]  no store at the path given
             EmbedderMismatchError    [ValueError]       another embedder than the vectors' own
             EmbedderNameError        [ValueError]       an embedder name the registry refuses
@@ -106,6 +107,7 @@ __all__ = [
     "ServerRecordWarning",
     "StoreFormatError",
     "StoreIOError",
+    "StoreLinkError",
     "StoreLockedError",
     "StoreUnavailableError",
     "ToolConfigError",
@@ -498,6 +500,28 @@ class IndexWriteError(IndexOutOfStepError):
             f"index was not updated ({type(cause).__name__}: {cause}); get, list and search see "
             "it, vector search may miss it until the index catches up at the next write, at the "
             "next open, or on repair()"
+        )
+
+
+class StoreLinkError(AgentMemoryError, OSError):
+    """A symbolic link inside a Markdown folder where the store would read or write through it
+    (its journal, cursor, vector folder or purge marker; a scope folder a write goes to). The
+    store never follows a link inside its folder: these folders are committed, and git keeps
+    links, so a link could make it read or overwrite a file outside the folder
+    (docs/filestore-format.md#links). Nothing was read through it or written.
+
+    Attributes:
+        path: the link.
+        target: where it points (as ``readlink`` says; ``""`` when it cannot be read).
+    """
+
+    def __init__(self, path: str, target: str) -> None:
+        self.path = path
+        self.target = target
+        super().__init__(
+            f"agentmemory: {path} is a symbolic link (to {target!r}); a Markdown folder never "
+            "reads or writes through a link inside it, so nothing was read or written: replace "
+            "the link with the file or folder itself, or remove it"
         )
 
 

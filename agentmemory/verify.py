@@ -5,7 +5,8 @@ journal (:meth:`ChromaStore.verify`, docs/storage.md#verify-repair-reindex), the
 record names (docs/storage.md#a-journal-shorter-than-its-index) and the lexical index
 (docs/storage.md#a-damaged-lexical-index), each repaired on request. :func:`check_reindexed` is
 what ``agentmemory reindex`` reports after its rebuild. Both return frozen reports the caller
-prints.
+prints. :func:`check_folder` is ``verify`` on a Markdown folder: its vector index against its
+journal, and the files the journal does not hold (docs/filestore-format.md#links).
 """
 
 from __future__ import annotations
@@ -17,12 +18,15 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .stores.chroma.store import ChromaStore
     from .stores.chroma.sync import IndexReport
+    from .stores.markdown.reconcile import UnjournaledFile
     from .stores.markdown.store import FileStore
 
 __all__ = [
+    "FolderCheck",
     "LexicalCheck",
     "ReindexCheck",
     "StoreCheck",
+    "check_folder",
     "check_lexical",
     "check_reindexed",
     "check_store",
@@ -81,6 +85,64 @@ class ReindexCheck:
     indexed: int
     embedder: str
     lexical: LexicalCheck
+
+
+@dataclass(frozen=True, slots=True)
+class FolderCheck:
+    """What :func:`check_folder` found in a Markdown folder (and repaired).
+
+    Attributes:
+        live: entries the folder shows (its entry files, links left out).
+        vector_unavailable: why the folder's vector index could not be opened
+            (:attr:`FileStore.vector_unavailable`), or ``None``.
+        missing: keys of live entries the vector index holds no vector of (``()`` when the
+            folder keeps no vectors or they could not be opened).
+        pending: keys of entry files a person changed since the journal last recorded them
+            (journaled by ``reconcile``, or by the repair).
+        reconciled: how many records the repair's ``reconcile`` appended, or ``None`` without a
+            repair.
+        unjournaled: files the journal cannot hold, left alone, with the reason (a symbolic
+            link, an empty file, bad meta: docs/filestore-format.md#links).
+    """
+
+    live: int
+    vector_unavailable: str | None
+    missing: tuple[str, ...]
+    pending: tuple[str, ...]
+    reconciled: int | None
+    unjournaled: tuple[UnjournaledFile, ...]
+
+    @property
+    def ok(self) -> bool:
+        """The vector index holds every live entry and every file is journaled or journalable."""
+        return self.vector_unavailable is None and not self.missing and not self.unjournaled
+
+
+def check_folder(store: FileStore, *, repair: bool = False) -> FolderCheck:
+    """Check the Markdown folder ``store``: the files a person changed and those the journal
+    cannot hold (:meth:`FileStore.check_files`), and the live entries without a vector
+    (:meth:`FileStore.vectors_missing`). With ``repair``, journal the changed files first
+    (:meth:`FileStore.reconcile`, which also indexes them); a damaged ``.vectors`` is the caller's
+    to move aside and rebuild (:func:`agentmemory.opening.open_store_moving_damage`), and so are
+    vectors still missing after the repair (open again with ``reindex=True``).
+
+    Raises what those methods raise (:class:`~agentmemory.StoreLockedError` when ``repair`` waits
+    too long for another writer).
+    """
+    reconciled: int | None = None
+    if repair:
+        reconciled = len(store.reconcile().changes)
+    files = store.check_files()
+    live = sum(len(store.list(scope)) for scope in store.scopes())
+    missing = () if store.vector_unavailable else tuple(store.vectors_missing())
+    return FolderCheck(
+        live,
+        store.vector_unavailable,
+        missing,
+        tuple(files.pending),
+        reconciled,
+        tuple(files.unjournaled),
+    )
 
 
 def never_journaled(journal: object, keys: Sequence[str]) -> tuple[str, ...]:

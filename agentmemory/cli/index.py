@@ -5,13 +5,17 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from .group import main
-from .opening import chroma_only, open_args, open_index, open_moving_damage, opening
+from .opening import open_args, open_index, open_moving_damage, opening
 from .options import embedder_option, json_option, path_option, server_options
 from .output import echo_json
+
+if TYPE_CHECKING:
+    from agentmemory.stores.markdown.store import FileStore
 
 
 @main.command("verify", short_help="Check the vector index against the journal.")
@@ -41,6 +45,7 @@ def verify_command(
     Opening the store first replays journal records the index has not seen.
     """
     from agentmemory.opening import check_index_loads
+    from agentmemory.stores.markdown.store import FileStore
     from agentmemory.verify import check_store
 
     if repair:
@@ -50,7 +55,10 @@ def verify_command(
         with opening():
             check_index_loads(where["path"], format=where["format"], dsn=where["dsn"])
         opened = open_index(path, embedder_name, create=False, shared=shared)
-    with chroma_only(opened, "verify") as store:
+    if isinstance(opened, FileStore):
+        _verify_folder(opened, path, embedder_name, repair=repair, as_json=as_json)
+        return
+    with opened as store:
         found = check_store(store, repair=repair, drop_orphans=drop_orphans)
     report, orphans, lexical = found.index, list(found.orphans), list(found.lexical.problems)
     rebuilt = found.lexical.rebuilt
@@ -96,6 +104,78 @@ def verify_command(
             )
         if not lexical and rebuilt is None:
             click.echo("lexical index ok")
+    if not found.ok:
+        sys.exit(1)
+
+
+def _verify_folder(
+    store: FileStore, path: Path | None, embedder_name: str | None, *, repair: bool, as_json: bool
+) -> None:
+    """``verify`` on a Markdown folder (:func:`agentmemory.verify.check_folder`); with ``repair``,
+    vectors still missing after the reconcile are made again (the folder opened with
+    ``reindex``). Exit status 1 when the check is not ok."""
+    from agentmemory.stores.markdown.store import FileStore
+    from agentmemory.verify import check_folder
+
+    root = store.path
+    try:
+        found = check_folder(store, repair=repair)
+    finally:
+        store.close()
+    rebuilt = None
+    if repair and found.missing:
+        again = open_index(path, embedder_name, create=False, reindex=True)
+        try:
+            assert isinstance(again, FileStore)
+            found = check_folder(again)
+            rebuilt = found.live
+        finally:
+            again.close()
+    cure = f"agentmemory verify --repair --path {root}"
+    if as_json:
+        echo_json(
+            {
+                "ok": found.ok,
+                "format": "markdown",
+                "live": found.live,
+                "vector_unavailable": found.vector_unavailable,
+                "missing": list(found.missing),
+                "pending": list(found.pending),
+                "reconciled": found.reconciled,
+                "vectors_rebuilt": rebuilt,
+                "unjournaled": [
+                    {"path": str(f.path), "key": f.key, "reason": f.reason}
+                    for f in found.unjournaled
+                ],
+            }
+        )
+    else:
+        if found.vector_unavailable is not None:
+            click.echo(f"vector index unavailable: {found.vector_unavailable}")
+        elif found.missing:
+            shown = ", ".join(found.missing[:5]) + (", ..." if len(found.missing) > 5 else "")
+            click.echo(
+                f"vector index: {len(found.missing)} of {found.live} entries have no vector "
+                f"({shown}); run '{cure}'"
+            )
+        elif store.embedder is not None:
+            click.echo(f"vector index ok: {found.live} entr{'y' if found.live == 1 else 'ies'}")
+        if rebuilt is not None:
+            click.echo(f"vector index rebuilt: {rebuilt} entries")
+        if found.reconciled:
+            n = found.reconciled
+            click.echo(f"journaled {n} file{'' if n == 1 else 's'} changed by hand")
+        if found.pending:
+            n = len(found.pending)
+            click.echo(
+                f"{n} file{' changed by hand is' if n == 1 else 's changed by hand are'} not "
+                "journaled yet (the next "
+                f"write journals them, or run 'agentmemory reconcile --path {root}')"
+            )
+        for f in found.unjournaled:
+            click.echo(f"not journaled: {f.path}: {f.reason}")
+        if not found.unjournaled:
+            click.echo("every entry file is journaled or journalable")
     if not found.ok:
         sys.exit(1)
 

@@ -147,21 +147,6 @@ def open_index(
         )
 
 
-def chroma_only(store: ChromaStore | FileStore, command: str) -> ChromaStore:
-    """``store`` when it is a :class:`ChromaStore`; a Markdown folder is one line saying so."""
-    from agentmemory.stores.chroma.store import ChromaStore
-
-    if isinstance(store, ChromaStore):
-        return store
-    store.close()
-    raise CliError(
-        f"{store.path} is a Markdown folder; '{command}' checks the Chroma index of a sqlite "
-        "store (journal.sqlite3 and chroma/); a Markdown folder's index (.vectors/) follows its "
-        "journal and catches up each time it is opened; to make it again, run 'agentmemory "
-        "reindex'"
-    )
-
-
 def open_moving_damage(
     path: Path | None,
     embedder_name: str | None,

@@ -104,9 +104,6 @@ def test_commands_that_need_the_other_kind_of_store_say_so(tmp_path: Path) -> No
     sqlite = tmp_path / "sqlite"
     ok("save", "user/a", "x", "--path", str(sqlite), "--embedder", "hashing")
     one_error_line(run("reconcile", "--path", str(sqlite)), ["not a Markdown folder"])
-    folder = tmp_path / "memory"
-    ok("save", "user/a", "x", "--format", "markdown", "--path", str(folder), *HASHING)
-    one_error_line(run("verify", "--path", str(folder)), ["Markdown folder", "verify"])
     one_error_line(run("get", "user/a", "--path", str(tmp_path / "none")), ["no store"])
 
 
@@ -149,13 +146,14 @@ def test_reindex_rebuilds_a_markdown_folders_vectors(tmp_path: Path) -> None:
     assert indexed_with(folder) == "hashing:32"
 
 
-def test_verify_on_a_markdown_folder_says_how_its_index_is_kept(tmp_path: Path) -> None:
+def test_verify_on_a_sound_markdown_folder_checks_its_index_and_files(tmp_path: Path) -> None:
     folder = tmp_path / "memory"
     ok("save", "user/a", "x", "--format", "markdown", "--path", str(folder), *HASHING)
-    one_error_line(
-        run("verify", "--path", str(folder), *HASHING),
-        ["Markdown folder", "catches up each time it is opened", "agentmemory reindex"],
-    )
+    found = ok("verify", "--path", str(folder), *HASHING)
+    assert found.stdout.splitlines() == [
+        "vector index ok: 1 entry",
+        "every entry file is journaled or journalable",
+    ]
 
 
 @pytest.mark.slow
@@ -230,7 +228,7 @@ def test_a_hand_edit_is_found_by_search_after_a_save_to_another_entry(tmp_path: 
 
 
 @pytest.mark.slow  # opens Chroma
-def test_a_damaged_vectors_index_takes_saves_and_searches_and_reindex_cures_it(
+def test_a_damaged_vectors_index_takes_saves_and_searches_and_verify_repair_cures_it(
     tmp_path: Path,
 ) -> None:
     # issue 22 case 5: half of .vectors/chroma/chroma.sqlite3 cut off
@@ -246,13 +244,54 @@ def test_a_damaged_vectors_index_takes_saves_and_searches_and_reindex_cures_it(
     assert found.exit_code == 0, found.stderr
     assert "user/b" in found.stdout
     assert "vector leg was unavailable" in found.stderr
-    assert f"agentmemory reindex --path {folder}'" in found.stderr
+    assert f"agentmemory verify --repair --path {folder}'" in found.stderr
     assert (
         ".vectors'" not in found.stderr and "--path " + str(folder / ".vectors") not in found.stderr
     )
-    cured = run("reindex", "--path", str(folder), *HASHING)
-    assert cured.exit_code == 0, cured.stderr
+    checked = run("verify", "--path", str(folder), *HASHING)
+    assert checked.exit_code == 1
+    assert "vector index unavailable: the vector index is damaged" in checked.stdout
+    cured = run("verify", "--repair", "--path", str(folder), *HASHING)
+    assert cured.exit_code == 0, cured.stdout + cured.stderr
     assert "moved it to" in cured.stderr
+    assert "vector index ok: 2 entries" in cured.stdout
     meaning = ok("search", "--path", str(folder), *HASHING, "--mode", "vector", "tmux sessions")
     assert meaning.stdout.splitlines()[1].split()[1] == "user/b"
     assert "unavailable" not in meaning.stderr
+
+
+@pytest.mark.slow  # opens Chroma
+def test_verify_on_a_markdown_folder_reports_links_and_hand_edits_and_repair_journals_them(
+    tmp_path: Path,
+) -> None:
+    # issue 22 case 2: a link is reported by verify as not journaled, with the reason
+    folder = tmp_path / "notes"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "x.md").write_text("zebra secret from outside\n")
+    ok("save", "--path", str(folder), "--format", "markdown", *HASHING, "user/a", "Prefers Vim.")
+    (folder / "user" / "leak.md").symlink_to(outside / "x.md")
+    (folder / "team").symlink_to(outside)
+    (folder / "user" / "b.md").write_text("Works in tmux sessions.\n")  # a person's edit
+    checked = run("verify", "--path", str(folder), *HASHING, "--json")
+    assert checked.exit_code == 1
+    report = json.loads(checked.stdout)
+    assert report["pending"] == ["user/b"]
+    assert [(u["key"], u["path"]) for u in report["unjournaled"]] == [
+        ("team/", str(folder / "team")),
+        ("user/leak", str(folder / "user" / "leak.md")),
+    ]
+    assert all("symbolic link" in u["reason"] for u in report["unjournaled"])
+    assert report["missing"] == [] and report["vector_unavailable"] is None
+    repaired = run("verify", "--repair", "--path", str(folder), *HASHING)
+    assert repaired.exit_code == 1  # the links are still there: a person must act
+    assert "journaled 1 file changed by hand" in repaired.stdout
+    assert f"not journaled: {folder / 'team'}: a symbolic link" in repaired.stdout
+    records = [json.loads(line) for line in (folder / "journal.jsonl").read_text().splitlines()]
+    assert [r["entry"]["name"] for r in records] == ["a", "b"]
+    assert "zebra" not in (folder / "journal.jsonl").read_text()
+    (folder / "user" / "leak.md").unlink()
+    (folder / "team").unlink()
+    clean = run("verify", "--path", str(folder), *HASHING)
+    assert clean.exit_code == 0, clean.stdout
+    assert "vector index ok: 2 entries" in clean.stdout

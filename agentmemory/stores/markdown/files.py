@@ -27,6 +27,7 @@ from recallers import BM25Index
 
 from .entry_file import ENTRY_SUFFIX, parse_entry_file
 from .journal_file import JOURNAL_NAME, STATE_NAME, Cursor, DamagedLine
+from .links import is_link, open_entry_file
 
 if TYPE_CHECKING:
     from .vectors import FolderVectors
@@ -95,22 +96,27 @@ class FolderFiles:
         """The entry file ``scope/name`` and its :data:`FileStat`, taken before the bytes are
         read (so a change made while reading shows as a change at the next look); ``None``
         when there is no such file."""
-        path = self._root / scope / f"{name}{ENTRY_SUFFIX}"
-        try:
-            with open(path, "rb") as f:
-                st = os.fstat(f.fileno())
-                data = f.read()
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        opened = open_entry_file(self._root, scope, name)  # a link is not followed
+        if opened is None:
             return None
+        data, st = opened
         seen = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
         return parse_entry_file(scope, name, data, st.st_mtime_ns), seen
+
+    def _linked(self, key: str) -> bool:
+        """Whether entry ``scope/name``'s file or its scope folder is a symbolic link (a link
+        is not an entry, and not a removal of one either: docs/filestore-format.md#links)."""
+        scope, _, name = key.partition("/")
+        return is_link(self._root / scope) or is_link(self._root / scope / f"{name}{ENTRY_SUFFIX}")
 
     def _scopes(self) -> builtins.list[str]:
         try:
             items = list(os.scandir(self._root))
         except FileNotFoundError:
             return []
-        return sorted(d.name for d in items if valid_name(d.name) and d.is_dir())
+        return sorted(
+            d.name for d in items if valid_name(d.name) and d.is_dir(follow_symlinks=False)
+        )
 
     def _names(self, scope: str) -> builtins.list[str]:
         try:
@@ -120,7 +126,7 @@ class FolderFiles:
         names = []
         for d in items:
             stem = d.name[: -len(ENTRY_SUFFIX)] if d.name.endswith(ENTRY_SUFFIX) else ""
-            if valid_name(stem) and d.is_file():
+            if valid_name(stem) and d.is_file(follow_symlinks=False):
                 names.append(stem)
         return sorted(names)
 
@@ -163,7 +169,7 @@ class FolderFiles:
                 if before is None and not valid_name(name[:-suffix]):
                     continue
                 try:
-                    st = d.stat()
+                    st = d.stat(follow_symlinks=False)
                 except FileNotFoundError:
                     continue
                 if stat.S_ISREG(st.st_mode):

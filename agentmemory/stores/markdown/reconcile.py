@@ -26,9 +26,10 @@ from agentmemory.store import plan_forget
 from .entry_file import ENTRY_SUFFIX, meta_hash, mtime_time
 from .files import FileStat
 from .journal_file import Cursor, DamagedLine, find_last_record
+from .links import folder_links
 from .writes import FolderWrites
 
-__all__ = ["Reconciliation", "Reconciling", "UnjournaledFile", "differs"]
+__all__ = ["FolderFiles", "Reconciliation", "Reconciling", "UnjournaledFile", "differs"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +40,8 @@ class UnjournaledFile:
         path: the file.
         key: its entry, ``"scope/name"``.
         reason: why (the :func:`agentmemory.check_entry` message: empty, over the bound, bad meta,
-            not UTF-8).
+            not UTF-8; or a symbolic link, which is never followed:
+            docs/filestore-format.md#links).
     """
 
     path: Path
@@ -60,6 +62,20 @@ class Reconciliation:
     changes: list[Change]
     unjournaled: list[UnjournaledFile]
     damaged: list[DamagedLine]
+
+
+@dataclass(frozen=True, slots=True)
+class FolderFiles:
+    """What :meth:`Reconciling.check_files` found, writing nothing.
+
+    Attributes:
+        pending: keys (``"scope/name"``) whose file a person changed, added or removed since the
+            journal last recorded it, which :meth:`FileStore.reconcile` would journal.
+        unjournaled: entry files (and links) ``reconcile`` would leave alone, with the reason.
+    """
+
+    pending: list[str]
+    unjournaled: list[UnjournaledFile]
 
 
 def differs(found: Entry, journaled: tuple[str, str] | None) -> bool:
@@ -164,7 +180,7 @@ class Reconciling(FolderWrites):
             read = self._read_entry(scope, name) if key in files else None
             if read is None:
                 files.pop(key, None)
-                if journaled is None:
+                if journaled is None or self._linked(key):  # a link is not a removal
                     continue
                 gone = self._removed(key, chain, seq + 1, now, cur)
                 if gone is not None:
@@ -182,6 +198,38 @@ class Reconciling(FolderWrites):
             changes.append(self._reconciled(found, chain, seq, now))
             after[key] = (found.hash, meta_hash(found.meta))
         return changes, files, after
+
+    def check_files(self) -> FolderFiles:
+        """What :meth:`reconcile` would journal and what it would leave alone, read without the
+        write lock and writing nothing (``agentmemory verify`` on a Markdown folder). A writer
+        busy meanwhile may make it one write out of date.
+
+        Its cost grows with the number of entry files (it opens every one).
+        """
+        self._check_open()
+        with self._mutex:
+            cur = self._load_cursor()
+            journaled = dict(cur.entries)
+        files = {e.key: e for scope in self._scopes() for e in self._read_scope(scope)}
+        pending: builtins.list[str] = []
+        skipped: builtins.list[UnjournaledFile] = []
+        for key in sorted(set(files) | set(journaled), key=lambda k: k.encode()):
+            found = files.get(key)
+            if found is None:
+                if not self._linked(key):
+                    pending.append(key)
+                continue
+            if not differs(found, journaled.get(key)):
+                continue
+            reason = self._journalable(found)
+            if reason:
+                path = self._root / found.scope / f"{found.name}{ENTRY_SUFFIX}"
+                skipped.append(UnjournaledFile(path, key, reason))
+            else:
+                pending.append(key)
+        skipped.extend(UnjournaledFile(f.path, f.key, f.reason) for f in folder_links(self._root))
+        skipped.sort(key=lambda f: f.key.encode())
+        return FolderFiles(pending, skipped)
 
     def reconcile(self) -> Reconciliation:
         """Journal what a person changed by hand since the journal last recorded each entry.
@@ -217,6 +265,8 @@ class Reconciling(FolderWrites):
                 journaled = cur.entries.get(key)
                 chain = journaled[0] if journaled else ""
                 if found is None:
+                    if self._linked(key):  # reported below; a link is not a removal
+                        continue
                     gone = self._removed(key, chain, seq + 1, now, cur)
                     if gone is not None:
                         changes.append(gone)
@@ -231,6 +281,10 @@ class Reconciling(FolderWrites):
                     continue
                 seq += 1
                 changes.append(self._reconciled(found, chain, seq, now))
+            skipped.extend(
+                UnjournaledFile(f.path, f.key, f.reason) for f in folder_links(self._root)
+            )
+            skipped.sort(key=lambda f: f.key.encode())
             self._commit(cur, changes, {c.entry.scope for c in changes})
             self._seen = seen
             done = Reconciliation(changes=changes, unjournaled=skipped, damaged=self._damage_seen)

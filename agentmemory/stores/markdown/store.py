@@ -68,6 +68,7 @@ from .entry_file import ENTRY_SUFFIX, meta_hash, render_entry_file
 from .files import FileStat
 from .journal_file import JOURNAL_NAME, Cursor, DamagedLine, find_last_record, scan_journal
 from .journal_rewrite import PURGE_MARKER
+from .links import check_scope_folder, check_store_files
 from .lock_file import DEFAULT_LOCK_TIMEOUT_S, LockHolder, break_lock, read_holder
 from .purge import Purging
 from .reconcile import differs
@@ -156,6 +157,7 @@ class FileStore(Purging, StoreBase):
                 "DIR) or 'agentmemory export --format markdown DIR' copies the entries there)"
             )
         self._root.mkdir(parents=True, exist_ok=True)
+        check_store_files(self._root)
         self._limit = max_entry_bytes
         self._lock_timeout_s = float(lock_timeout_s)
         self._clock = clock
@@ -194,8 +196,8 @@ class FileStore(Purging, StoreBase):
                 # as SqliteStore's folder does: the journal and BM25 serve, the vectors wait for
                 # the repair (docs/storage.md#a-damaged-vector-index)
                 self._unavailable = (
-                    f"the vector index is damaged ({exc.detail}); run 'agentmemory reindex "
-                    f"--path {self._root}' to rebuild it from the journal"
+                    f"the vector index is damaged ({exc.detail}); run 'agentmemory verify "
+                    f"--repair --path {self._root}' to rebuild it from the journal"
                 )
                 log.warning("agentmemory: store %s: %s", self._root, self._unavailable)
 
@@ -333,6 +335,8 @@ class FileStore(Purging, StoreBase):
         return [*pre, dataclasses.replace(change, prev=prev, replaced=chain)]
 
     def _write_files(self, written: dict[tuple[str, str], Entry]) -> None:
+        for scope in sorted({scope for scope, _ in written}):  # before any file is written
+            check_scope_folder(self._root, scope)
         for (scope, name), e in written.items():
             folder = self._root / scope
             folder.mkdir(exist_ok=True)
@@ -482,6 +486,21 @@ class FileStore(Purging, StoreBase):
     def embedder(self) -> Embedder | None:
         """The embedder of the vector index, or ``None`` when the store keeps no vectors."""
         return None if self._vectors is None else self._vectors.embedder
+
+    def vectors_missing(self) -> builtins.list[str]:
+        """Keys (``"scope/name"``) of the entries the journal leaves live that the vector index
+        holds no vector of, after it caught up with the journal; ``[]`` when the store keeps no
+        vectors. Reads only (``agentmemory verify`` on a Markdown folder)."""
+        self._check_open()
+        if self._vectors is None:
+            return []
+        with self._mutex:
+            keys = list(self._load_cursor().entries)
+        live: dict[str, builtins.list[str]] = {}
+        for key in keys:
+            scope, _, name = key.partition("/")
+            live.setdefault(scope, []).append(name)
+        return self._vectors.missing(live)
 
     def search_vector(
         self, vector: npt.ArrayLike, *, limit: int, scopes: Sequence[str]

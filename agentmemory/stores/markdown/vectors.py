@@ -289,6 +289,17 @@ class FolderVectors:
         with self._lock:
             return bool(self._index.held(scope, [name]))
 
+    def missing(self, live: dict[str, builtins.list[str]]) -> builtins.list[str]:
+        """Those of ``live`` (scope -> entry names) the index holds no vector of, as
+        ``"scope/name"`` in byte order, after catching up with the journal."""
+        self.catch_up()
+        out: builtins.list[str] = []
+        with self._lock:
+            for scope, names in live.items():
+                held = self._index.held(scope, names)
+                out += [f"{scope}/{n}" for n in names if n not in held]
+        return sorted(out, key=lambda k: k.encode())
+
     def search_vector(
         self, vector: npt.ArrayLike, *, limit: int, scopes: Sequence[str]
     ) -> builtins.list[tuple[str, str, float]]:

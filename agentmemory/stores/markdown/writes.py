@@ -34,6 +34,7 @@ from .journal_file import (
 )
 from .journal_rewrite import PURGE_MARKER
 from .lexicon import FolderLexicon
+from .links import check_store_files
 from .lock_file import LockFile
 
 __all__ = ["FolderWrites"]
@@ -63,6 +64,7 @@ class FolderWrites(IndexFile, FolderLexicon):
             lock = LockFile(self._root, timeout_s=self._lock_timeout_s)
             lock.acquire()
             try:
+                check_store_files(self._root)  # a link made since the open is refused too
                 if os.path.lexists(self._root / PURGE_MARKER):
                     self._settle_purge()
                 yield self._load_cursor()
