@@ -29,6 +29,7 @@ caller of the contract catches, the others are imported from here)::
             StoreLockedError         [TimeoutError]     another writer held the store
             StoreUnavailableError    [ConnectionError]  the database server is out of reach
             StoreIOError             [OSError]          the disk or the OS failed the database
+                StoreFullError                          the disk or the quota is full
             StoreLinkError           [OSError]          a link where a Markdown folder reads or writes
             NoStoreError             [FileNotFoundError]  no store at the path given
             EmbedderMismatchError    [ValueError]       another embedder than the vectors' own
@@ -106,11 +107,13 @@ __all__ = [
     "RerankError",
     "ServerRecordWarning",
     "StoreFormatError",
+    "StoreFullError",
     "StoreIOError",
     "StoreLinkError",
     "StoreLockedError",
     "StoreUnavailableError",
     "ToolConfigError",
+    "io_error",
 ]
 
 
@@ -554,6 +557,27 @@ class StoreIOError(AgentMemoryError, OSError):
         super().__init__(
             f"agentmemory: store {path}: {self.CURES.get(kind, self.CURES['io'])} ({detail})"
         )
+
+
+class StoreFullError(StoreIOError):
+    """The disk (or the quota) that holds the store is full (docs/storage.md#a-full-disk).
+
+    A full disk is never damage: nothing is moved aside or rebuilt because of it. The write that
+    raised it wrote nothing of itself (a write whose journal record landed never raises it: a
+    derived file that could not be written lags and is caught up later). ``kind`` is ``"full"``.
+
+    Attributes:
+        path: the store's folder.
+        detail: what the operating system or the database said.
+    """
+
+    def __init__(self, path: str, detail: str) -> None:
+        super().__init__(path, "full", detail)
+
+
+def io_error(path: str, kind: str, detail: str) -> StoreIOError:
+    """The :class:`StoreIOError` of ``kind`` (``"full"`` gives a :class:`StoreFullError`)."""
+    return StoreFullError(path, detail) if kind == "full" else StoreIOError(path, kind, detail)
 
 
 class IndexDamagedError(AgentMemoryError):

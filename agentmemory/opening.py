@@ -41,12 +41,14 @@ from .errors import (
     IndexOutOfStepWarning,
     IndexReadOnlyError,
     NoStoreError,
+    StoreFullError,
 )
 from .rules import DEFAULT_MAX_ENTRY_BYTES
 from .stores.chroma.damage import MovedIndex, move_index_aside
 from .stores.chroma.store import JOURNAL_FILE, ChromaStore
 from .stores.markdown.lock_file import DEFAULT_LOCK_TIMEOUT_S
 from .stores.markdown.store import FileStore
+from .stores.space import out_of_space
 from .stores.sqlite.store import SqliteStore
 
 if TYPE_CHECKING:
@@ -568,6 +570,8 @@ def check_index_loads(
     folder = store_folder(path)
     crashed = probe_index(folder)
     if crashed is not None:
+        if out_of_space(folder):  # the child could not write: full, not damaged
+            raise StoreFullError(str(folder), "no room to load the vector index and check it")
         raise IndexDamagedError(str(folder), "vector", crashed)
 
 

@@ -49,6 +49,7 @@ AGENTMEMORY_FACE = [
     "SqliteStore",
     "Store",
     "StoreFormatError",
+    "StoreFullError",
     "StoreIOError",
     "StoreLockedError",
     "StoreUnavailableError",

@@ -26,6 +26,7 @@ meets the parent's folder lock).
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import logging
@@ -43,9 +44,11 @@ from agentmemory.errors import (
     IndexDamagedError,
     IndexReadOnlyError,
     StoreFormatError,
+    StoreFullError,
     StoreLockedError,
 )
 from agentmemory.stores.processes import pid_exists
+from agentmemory.stores.space import is_full
 from agentmemory.wire import format_time
 
 from .cursor import IndexCursor
@@ -216,7 +219,11 @@ class FolderLock:
         }
         data = json.dumps(info).encode()
         os.ftruncate(self._fd, 0)
-        os.pwrite(self._fd, data, 0)
+        try:
+            os.pwrite(self._fd, data, 0)
+        except OSError as err:  # a full disk: the flock holds; the holder goes unnamed
+            if err.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
 
     def holder(self) -> str:
         """The holder the lock file names now, in words (see :func:`describe_holder`)."""
@@ -372,6 +379,8 @@ def open_folder(folder: Path, timeout_s: float) -> Any:
                 lock.release()
                 _forget_failed_client()
                 detail = (str(err).strip().splitlines() or [type(err).__name__])[-1][:300]
+                if is_full(err, folder):  # a full disk is not damage: nothing to move aside
+                    raise StoreFullError(str(folder), detail) from err
                 if _read_only(err, detail):
                     raise IndexReadOnlyError(str(folder), "vector", detail) from err
                 raise IndexDamagedError(str(folder), "vector", detail) from err

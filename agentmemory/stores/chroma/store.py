@@ -51,6 +51,7 @@ from agentmemory.errors import (
     EmbedderMismatchError,
     IndexDamagedError,
     IndexReadOnlyError,
+    StoreFullError,
     StoreLockedError,
 )
 from agentmemory.forget_session import last_written_by
@@ -214,6 +215,19 @@ class ChromaStore(Purging, IndexUpkeep, StoreBase):
                 self._write_note = (
                     "the write is in the journal and its lexical index; the vector index is "
                     f"brought up to date by the process holding it ({held.holder})"
+                )
+            except StoreFullError as full:
+                if not options.get("journal_only_when_damaged", False):
+                    raise
+                # a full disk is not damage: reads go on from the journal, and nothing is
+                # moved aside or rebuilt (docs/storage.md#a-full-disk)
+                self._unavailable = (
+                    f"the disk holding {self._where} is full ({full.detail}); the vector index "
+                    "opens again once some space is free"
+                )
+                self._write_note = (
+                    "the write is in the journal and its lexical index; the vector index could "
+                    "not be opened on a full disk and catches up once some space is free"
                 )
             except IndexDamagedError as damaged:
                 if damaged.index != "vector" or not options.get("journal_only_when_damaged", False):

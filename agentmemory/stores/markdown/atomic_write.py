@@ -14,7 +14,7 @@ import os
 import secrets
 from pathlib import Path
 
-__all__ = ["TEMP_PREFIX", "fsync_dir", "remove_durably", "write_atomic", "write_synced"]
+__all__ = ["TEMP_PREFIX", "Undo", "fsync_dir", "remove_durably", "write_atomic", "write_synced"]
 
 TEMP_PREFIX = ".tmp-"
 """The name prefix of transient temporaries; readers of a Markdown folder skip such files."""
@@ -103,3 +103,49 @@ def remove_durably(path: Path) -> bool:
         return False
     fsync_dir(path.parent)
     return True
+
+
+class Undo:
+    """Puts entry files and ``INDEX.md`` back as they were when a write fails before its
+    journal record lands (a full disk), so a refused write leaves no file ahead of the journal
+    for the next write to journal as a person's edit (docs/storage.md#a-full-disk).
+
+    :meth:`keep` hard-links a file aside before it is replaced or removed (no data is copied,
+    so it works on a full disk); :meth:`restore` puts every kept file back and removes the files
+    that did not exist; :meth:`drop` forgets the kept copies once the record landed.
+    """
+
+    def __init__(self) -> None:
+        self._kept: list[tuple[Path, Path | None]] = []
+
+    def keep(self, path: Path) -> None:
+        """Remember ``path`` as it is now (absent included), before it is written or removed."""
+        if any(p == path for p, _ in self._kept):
+            return
+        aside: Path | None = path.with_name(f"{TEMP_PREFIX}undo-{secrets.token_hex(8)}")
+        assert aside is not None
+        try:
+            os.link(path, aside)
+        except FileNotFoundError:
+            aside = None
+        self._kept.append((path, aside))
+
+    def restore(self) -> None:
+        """Put every kept file back as it was; best effort (a step that fails is skipped)."""
+        for path, aside in reversed(self._kept):
+            with contextlib.suppress(OSError):
+                if aside is None:
+                    path.unlink(missing_ok=True)
+                elif path.exists() and os.path.samefile(aside, path):
+                    aside.unlink()  # never replaced (rename of a file onto itself does nothing)
+                else:
+                    os.replace(aside, path)
+        self._kept = []
+
+    def drop(self) -> None:
+        """Forget the kept copies (the write landed)."""
+        for _, aside in self._kept:
+            if aside is not None:
+                with contextlib.suppress(OSError):
+                    aside.unlink()
+        self._kept = []

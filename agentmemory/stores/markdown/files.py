@@ -25,6 +25,7 @@ from agentmemory.errors import AgentMemoryError
 from agentmemory.rules import check_scope, valid_name
 from recallers import BM25Index
 
+from .atomic_write import Undo
 from .entry_file import ENTRY_SUFFIX, parse_entry_file
 from .journal_file import JOURNAL_NAME, STATE_NAME, Cursor, DamagedLine
 from .links import is_link, open_entry_file
@@ -55,6 +56,7 @@ class FolderFiles:
     _damage_seen: builtins.list[DamagedLine]
     _index_cache: dict[str, dict[str, str]]  # scope -> name -> description
     _index_written: dict[str, bytes]  # scope -> the INDEX.md bytes last written
+    _undo: Undo | None  # the files the write in progress replaced (a failed write restores them)
     _vectors: FolderVectors | None
     _cursor_moved: bool
     _recovery: str | None

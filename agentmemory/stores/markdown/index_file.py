@@ -51,7 +51,7 @@ class IndexFile(FolderFiles):
             description = known.get(stem)  # a known name is a valid one
             if description is None and not valid_name(stem):
                 continue
-            if not d.is_file():
+            if not d.is_file(follow_symlinks=False):  # a link is not an entry
                 continue
             if description is None:
                 e = self._read_file(scope, stem)
@@ -64,5 +64,7 @@ class IndexFile(FolderFiles):
         index = folder / INDEX_NAME
         if self._index_written.get(scope) == data and index.exists():
             return  # nothing it lists changed
+        if self._undo is not None:
+            self._undo.keep(index)
         write_atomic(index, data, sync=False)
         self._index_written[scope] = data

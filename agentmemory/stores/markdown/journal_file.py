@@ -10,6 +10,7 @@ journal to know the chain.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -234,8 +235,9 @@ def append_records(path: Path, changes: list[Change]) -> int:
     lines of their own.
 
     Raises:
-        OSError: the journal cannot be written; a partial write leaves a torn tail, which the
-            next append mends as above.
+        OSError: the journal cannot be written (a full disk: ``ENOSPC``); a partial write is cut
+            off again, so the journal is as it was (when even that fails, it leaves a torn
+            tail, which the next append mends as above).
     """
     data = "".join(encode_change(c) + "\n" for c in changes).encode("utf-8", "surrogateescape")
     created = not path.exists()
@@ -244,11 +246,16 @@ def append_records(path: Path, changes: list[Change]) -> int:
         size = os.fstat(fd).st_size
         if size > 0 and os.pread(fd, 1, size - 1) != b"\n":
             data = b"\n" + data
-        view = memoryview(data)
-        while view:
-            n = os.write(fd, view)
-            view = view[n:]
-        os.fsync(fd)
+        try:
+            view = memoryview(data)
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
+            os.fsync(fd)
+        except BaseException:
+            with contextlib.suppress(OSError):  # nothing of a failed append stays
+                os.ftruncate(fd, size)
+            raise
         end = os.fstat(fd).st_size
     finally:
         os.close(fd)

@@ -212,8 +212,8 @@ class LockFile:
             raise RuntimeError(f"{self.path} is already held by this LockFile")
         me = LockHolder.me()
         tmp = self._folder / f"{TEMP_PREFIX}lock-{secrets.token_hex(8)}"
-        tmp.write_bytes(me.encode())
         try:
+            tmp.write_bytes(me.encode())
             deadline = time.monotonic() + self._timeout_s
             pause = _FIRST_PAUSE_S
             while True:

@@ -48,6 +48,7 @@ from agentmemory.errors import (
     IndexDamagedError,
     NotFoundError,
     RecallModeError,
+    StoreFullError,
     StoreLockedError,
 )
 from agentmemory.recall import RECALL_MODES, search_entries
@@ -63,7 +64,7 @@ from recallers import (
     VectorRecaller,
 )
 
-from .atomic_write import remove_durably, write_atomic
+from .atomic_write import Undo, remove_durably, write_atomic
 from .entry_file import ENTRY_SUFFIX, meta_hash, render_entry_file
 from .files import FileStat
 from .journal_file import JOURNAL_NAME, Cursor, DamagedLine, find_last_record, scan_journal
@@ -170,6 +171,7 @@ class FileStore(Purging, StoreBase):
         self._damage_seen: list[DamagedLine] = []
         self._index_cache: dict[str, dict[str, str]] = {}  # scope -> name -> description
         self._index_written: dict[str, bytes] = {}  # scope -> the INDEX.md bytes last written
+        self._undo: Undo | None = None
         self._vectors: FolderVectors | None = None
         self._unavailable: str | None = None
         self._cursor_moved = False
@@ -198,6 +200,14 @@ class FileStore(Purging, StoreBase):
                 self._unavailable = (
                     f"the vector index is damaged ({exc.detail}); run 'agentmemory verify "
                     f"--repair --path {self._root}' to rebuild it from the journal"
+                )
+                log.warning("agentmemory: store %s: %s", self._root, self._unavailable)
+            except StoreFullError as exc:
+                if not journal_only_when_damaged:
+                    raise
+                self._unavailable = (  # not damage: nothing to move aside (docs/storage.md#a-full-disk)
+                    f"the disk holding {self._root} is full ({exc.detail}); the vector index "
+                    "opens again once some space is free"
                 )
                 log.warning("agentmemory: store %s: %s", self._root, self._unavailable)
 
@@ -340,7 +350,10 @@ class FileStore(Purging, StoreBase):
         for (scope, name), e in written.items():
             folder = self._root / scope
             folder.mkdir(exist_ok=True)
-            write_atomic(folder / f"{name}{ENTRY_SUFFIX}", render_entry_file(e))
+            path = folder / f"{name}{ENTRY_SUFFIX}"
+            if self._undo is not None:
+                self._undo.keep(path)
+            write_atomic(path, render_entry_file(e))
 
     def put(
         self,
@@ -472,6 +485,8 @@ class FileStore(Purging, StoreBase):
             path = self._root / scope / f"{name}{ENTRY_SUFFIX}"
 
             def remove_file() -> None:
+                if self._undo is not None:
+                    self._undo.keep(path)
                 remove_durably(path)
 
             records = [*swept, *own]

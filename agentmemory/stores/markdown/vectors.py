@@ -29,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from agentmemory.entries import Change, Entry
-from agentmemory.errors import EmbedderMismatchError, IndexDamagedError
+from agentmemory.errors import EmbedderMismatchError, IndexDamagedError, StoreFullError
 from agentmemory.rules import check_scope
 from agentmemory.stores.chroma.clients import (
     CHROMA_FOLDER,
@@ -152,6 +152,8 @@ class FolderVectors:
             client = open_folder(self._folder, lock_timeout_s)
         except IndexDamagedError as exc:  # name the store (the folder), not its .vectors
             raise type(exc)(str(root), exc.index, exc.detail) from exc
+        except StoreFullError as exc:
+            raise StoreFullError(str(root), exc.detail) from exc
         self._closed = False
         try:
             self._index = ChromaIndex(client, DEFAULT_COLLECTION_PREFIX)

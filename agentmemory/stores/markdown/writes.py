@@ -19,10 +19,11 @@ from collections.abc import Callable, Iterator
 from datetime import datetime
 
 from agentmemory.entries import Change
-from agentmemory.errors import IndexWriteError, StoreLockedError
+from agentmemory.errors import IndexWriteError, StoreFullError, StoreLockedError
+from agentmemory.stores.space import is_full
 from agentmemory.wire import format_time, parse_time
 
-from .atomic_write import write_atomic
+from .atomic_write import Undo, write_atomic
 from .index_file import IndexFile
 from .journal_file import (
     Cursor,
@@ -62,7 +63,12 @@ class FolderWrites(IndexFile, FolderLexicon):
             )
         try:
             lock = LockFile(self._root, timeout_s=self._lock_timeout_s)
-            lock.acquire()
+            try:
+                lock.acquire()
+            except OSError as err:
+                if is_full(err, self._root):  # no room for the lock's text: nothing written
+                    raise StoreFullError(str(self._root), str(err)) from err
+                raise
             try:
                 check_store_files(self._root)  # a link made since the open is refused too
                 if os.path.lexists(self._root / PURGE_MARKER):
@@ -144,21 +150,44 @@ class FolderWrites(IndexFile, FolderLexicon):
         file_ops: Callable[[], None] | None = None,
     ) -> None:
         """Run ``file_ops`` (entry files), rewrite the INDEX.md of ``scopes``, append ``changes``
-        in one write, advance and save the cursor, and keep the BM25 index current."""
-        if file_ops is not None:
-            file_ops()
-        for c in changes:
-            self._note(c.entry)
-        for scope in sorted(scopes):
-            self._write_index(scope)
+        in one write, advance and save the cursor, and keep the BM25 index current.
+
+        A step before the append that fails (a full disk) puts the files back as they were
+        (:class:`Undo`) and raises, so nothing of the write stays; on a full disk the error is
+        :class:`~agentmemory.errors.StoreFullError`. Once the records landed the write stands:
+        a ``.state.json`` that cannot be saved lags (logged) and is caught up from the journal
+        by the next look (docs/storage.md#a-full-disk)."""
         start = cur.off
+        self._undo = undo = Undo()
+        try:
+            if file_ops is not None:
+                file_ops()
+            for c in changes:
+                self._note(c.entry)
+            for scope in sorted(scopes):
+                self._write_index(scope)
+            end = append_records(self.journal_path, changes) if changes else start
+        except OSError as err:
+            undo.restore()
+            for scope in scopes:  # rebuilt from the files at the next write
+                self._index_cache.pop(scope, None)
+                self._index_written.pop(scope, None)
+            if is_full(err, self._root):
+                raise StoreFullError(str(self._root), str(err)) from err
+            raise
+        finally:
+            self._undo = None
+        undo.drop()
         if changes:
-            end = append_records(self.journal_path, changes)
             for c in changes:
                 cur.apply(c, end)
-            cur.head = journal_head(self.journal_path)
+            with contextlib.suppress(OSError):
+                cur.head = journal_head(self.journal_path)
         if changes or self._cursor_moved:
-            self._save_cursor(cur)
+            try:
+                self._save_cursor(cur)
+            except OSError as err:  # derived: the next look reads the journal past it
+                log.warning("%s: .state.json not saved (%s); it catches up later", self._root, err)
         self._follow(changes, start, cur.off)
 
     def _index_vectors(self, changes: builtins.list[Change]) -> None:

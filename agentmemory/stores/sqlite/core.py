@@ -25,8 +25,10 @@ from agentmemory.errors import (
     StoreFormatError,
     StoreIOError,
     StoreLockedError,
+    io_error,
 )
 from agentmemory.stores.base import check_state_pair
+from agentmemory.stores.space import is_full, out_of_space
 from agentmemory.wire import encode_change, format_time, parse_time
 
 from .faults import LEXICAL_DAMAGE_KEY, _LexiconDamaged, header_pages, is_busy, is_damage
@@ -104,8 +106,13 @@ class SqliteCore:
         code = getattr(err, "sqlite_errorcode", None)
         primary = code & 0xFF if isinstance(code, int) else None
         text = str(err).lower()
-        if primary == sqlite3.SQLITE_FULL or "disk is full" in text:
+        if primary == sqlite3.SQLITE_FULL or is_full(err, self._path.parent):
             kind = "full"
+        elif self._read_only and out_of_space(self._path.parent):
+            # opened read-only because its WAL index had no room
+            return io_error(
+                str(self._path.parent), "full", "no room for the journal's WAL index: read-only"
+            )
         elif primary == sqlite3.SQLITE_READONLY or "readonly" in text or "read-only" in text:
             kind = "read-only"
         elif is_damage(err):
@@ -114,7 +121,7 @@ class SqliteCore:
                 return StoreIOError(str(self._path.parent), kind, f"{err}; {self._cut_found}")
         else:
             kind = "io"
-        return StoreIOError(str(self._path.parent), kind, str(err))
+        return io_error(str(self._path.parent), kind, str(err))
 
     def _format_error(self, detail: str) -> StoreFormatError:
         return StoreFormatError(str(self._path), detail)
@@ -123,6 +130,8 @@ class SqliteCore:
         """The error for a file sqlite cannot read at open: :class:`StoreIOError` ``"damaged"``
         (with the cure) when it starts as an sqlite database does, else
         :class:`StoreFormatError` (some other file)."""
+        if is_full(err, self._path.parent):  # no room for the WAL: full, not another format
+            return self._failed(err)
         if is_damage(err) and header_pages(self._path) is not None:
             return self._failed(err)
         return self._format_error(f"it is not an sqlite database ({err})")

@@ -22,6 +22,7 @@ from agentmemory.errors import (
     IndexDamagedWarning,
     StoreIOError,
 )
+from agentmemory.stores.space import out_of_space
 
 from .core import row_entry
 from .faults import (
@@ -63,8 +64,12 @@ class Recovery(SchemaSteps):
         (docs/storage.md#a-read-only-store). A cut file (fewer pages than its header counts),
         which cannot be padded here, is read with ``PRAGMA writable_schema`` on, the one way
         sqlite opens it (docs/storage.md#a-cut-journal-file). ``False`` when the file is
-        missing, writable, or not readable as a journal of ours this way."""
-        if not self._path.is_file() or self._writable():
+        missing, writable, or not readable as a journal of ours this way. A journal on a full
+        disk (no room for its WAL index) is read the same way, and its writes fail with
+        :class:`StoreFullError` (docs/storage.md#a-full-disk)."""
+        if not self._path.is_file():
+            return False
+        if self._writable() and not out_of_space(self._path.parent):
             return False
         for flags in ("mode=ro", "mode=ro&immutable=1"):
             uri = f"{self._path.resolve().as_uri()}?{flags}"
