@@ -531,19 +531,28 @@ def test_a_segment_file_that_crashes_its_loader_is_found_by_a_probe_and_rebuilt(
     assert segments, "Chroma wrote no HNSW segment file"
     with segments[0].open("r+b") as f:
         f.write(os.urandom(200_000))
-    crashed = subprocess.run(
-        [sys.executable, "-m", "agentmemory", "search", "zebras", "--path", str(folder)],
-        capture_output=True,
-        check=False,
-    )
-    assert crashed.returncode < 0  # what happened before: the process died
+    # before issue 22, save and search died here with SIGSEGV (save not journaled): the files
+    # changed behind the store's back, so every open probes them first and opens the journal alone
+    saved = subprocess.run(
+        [sys.executable, "-m", "agentmemory", "save", "user/late", "late note about zebras",
+         "--path", str(folder)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert saved.returncode == 0, saved.stderr
+    assert "verify --repair" in saved.stderr and "the vector index is damaged" in saved.stderr
+    searched = subprocess.run(
+        [sys.executable, "-m", "agentmemory", "search", "late zebras", "--path", str(folder)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert searched.returncode == 0, searched.stderr
+    assert "user/late" in searched.stdout and "vector leg was unavailable" in searched.stderr
     checked = run("verify", "--path", str(folder))
     assert checked.exit_code == 1
     line = checked.stderr.strip().splitlines()
     assert len(line) == 1 and "crashed a probe process" in line[0] and "--repair" in line[0]
     repaired = run("verify", "--repair", "--path", str(folder))
     assert repaired.exit_code == 0, repaired.output
-    assert "index ok: 3000 entries indexed (3000 vectors) for 3000 live entries" in repaired.stdout
+    assert "index ok: 3001 entries indexed (3001 vectors) for 3001 live entries" in repaired.stdout
     found = subprocess.run(
         [sys.executable, "-m", "agentmemory", "search", "zebras", "--path", str(folder)],
         capture_output=True,
@@ -777,3 +786,70 @@ def test_a_cut_read_only_journal_is_read_as_it_is(tmp_path: Path, purged_store: 
         assert len(st.list("user")) == 300 and st.get("user", "n-7").content.startswith("note 7")
         assert [c.seq for c in st.journal()] == list(range(1, 304))
     assert db.stat().st_size == size  # nothing padded it: a read-only store is never written
+
+
+def store_of_zebras(folder: Path, n: int = 1500) -> None:
+    with ChromaStore.open(folder, embedder=HashingEmbedder(256)) as st:
+        st.put_many([Entry("user", f"n-{i}", f"note {i} about zebras") for i in range(n)])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", [["verify", "--repair"], ["reindex"]])
+def test_8kb_garbled_in_the_middle_of_chroma_sqlite3_is_one_line_and_cured(
+    tmp_path: Path, command: list[str]
+) -> None:
+    # issue 22 case 7: Chroma opens the file and finds the damage mid-call; before, verify,
+    # verify --repair and reindex ended in a 55-line chromadb traceback
+    folder = tmp_path / "store"
+    store_of_zebras(folder)
+    db = folder / "chroma" / "chroma.sqlite3"
+    with sqlite3.connect(db) as conn:  # two pages the metadata reads go through (8 KB)
+        page = int(conn.execute("PRAGMA page_size").fetchone()[0])
+        pages = sorted(n for (n,) in conn.execute(
+            "SELECT pageno FROM dbstat WHERE name = 'embedding_metadata' AND pagetype = 'leaf'"))  # fmt: skip
+    conn.close()
+    middle = pages[len(pages) // 2 : len(pages) // 2 + 2]
+    with db.open("r+b") as f:
+        for number in middle:
+            f.seek((number - 1) * page)
+            f.write(random.Random(number).randbytes(page))
+    args = ("--path", str(folder), "--embedder", "hashing:256")
+    checked = run("verify", *args)
+    assert checked.exit_code == 1
+    lines = checked.stderr.strip().splitlines()
+    assert len(lines) == 1 and "is damaged" in lines[0] and "verify --repair" in lines[0], lines
+    assert "Traceback" not in checked.output
+    cured = run(*command, *args)
+    assert cured.exit_code == 0, cured.output
+    assert "moved it to" in cured.stderr and DAMAGED_PREFIX in cured.stderr
+    again = run("verify", *args)
+    assert again.exit_code == 0, again.output
+    assert "index ok: 1500 entries indexed (1500 vectors) for 1500 live entries" in again.stdout
+
+
+@pytest.mark.slow
+def test_vectors_of_another_width_are_one_line_and_repair_uses_the_recorded_embedder(
+    tmp_path: Path,
+) -> None:
+    # issue 22 case 7: an index built with hashing:64 whose journal was replaced by one that
+    # records hashing:384; before, every vector command ended in a traceback (64 vs 384)
+    folder = tmp_path / "store"
+    assert run("save", "user/a", "Prefers Vim.", "--path", str(folder), "--embedder",
+               "hashing:64").exit_code == 0  # fmt: skip
+    for p in folder.glob("journal.sqlite3*"):
+        p.unlink()
+    saved = run("save", "user/b", "Uses tmux daily.", "--path", str(folder), *HASHING_384)
+    assert saved.exit_code == 0, saved.output  # journaled, with the note
+    assert "64 dimensions" in saved.stderr and "verify --repair" in saved.stderr
+    found = run("search", "tmux", "--path", str(folder), *HASHING_384)
+    assert found.exit_code == 0, found.output
+    assert "user/b" in found.stdout and "vector leg was unavailable" in found.stderr
+    assert "Traceback" not in found.output
+    checked = run("verify", "--path", str(folder))  # the embedder the journal records
+    assert checked.exit_code == 1
+    assert len(checked.stderr.strip().splitlines()) == 1 and "64 dimensions" in checked.stderr
+    cured = run("verify", "--repair", "--path", str(folder))
+    assert cured.exit_code == 0, cured.output
+    assert "index ok: 1 entries indexed (1 vectors) for 1 live entries" in cured.stdout
+    meaning = run("search", "tmux", "--mode", "vector", "--path", str(folder))
+    assert meaning.exit_code == 0 and "user/b" in meaning.stdout, meaning.output

@@ -44,7 +44,9 @@ def verify_command(
 
     Opening the store first replays journal records the index has not seen.
     """
+    from agentmemory.errors import IndexDamagedError, IndexReadOnlyError
     from agentmemory.opening import check_index_loads
+    from agentmemory.stores.chroma.damage import move_index_aside
     from agentmemory.stores.markdown.store import FileStore
     from agentmemory.verify import check_store
 
@@ -58,8 +60,27 @@ def verify_command(
     if isinstance(opened, FileStore):
         _verify_folder(opened, path, embedder_name, repair=repair, as_json=as_json)
         return
+    damaged: IndexDamagedError | None = None
     with opened as store:
-        found = check_store(store, repair=repair, drop_orphans=drop_orphans)
+        try:
+            found = check_store(store, repair=repair, drop_orphans=drop_orphans)
+        except IndexDamagedError as exc:  # Chroma found its database damaged mid-check
+            if not repair or exc.index != "vector" or isinstance(exc, IndexReadOnlyError):
+                raise
+            if not (store.path / "chroma").is_dir():
+                raise  # not an embedded folder of ours: nothing here to move aside
+            damaged, folder = exc, store.path
+    if damaged is not None:
+        with opening():
+            aside = move_index_aside(folder)
+        click.echo(
+            f"agentmemory: the vector index was damaged ({damaged.detail}); moved it to "
+            f"{aside} and rebuilt it from the journal",
+            err=True,
+        )
+        with open_index(path, embedder_name, create=False, reindex=True, shared=shared) as again:
+            assert not isinstance(again, FileStore)
+            found = check_store(again, repair=True, drop_orphans=drop_orphans)
     report, orphans, lexical = found.index, list(found.orphans), list(found.lexical.problems)
     rebuilt = found.lexical.rebuilt
     if as_json:

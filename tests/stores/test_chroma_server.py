@@ -17,7 +17,7 @@ import pytest
 from chroma_store_cases import CASES, DIM, Backend, embed, indexed_cosine, keys
 
 from agentmemory import ChromaStore, Entry
-from agentmemory.stores.chroma.clients import LOCK_FILE_NAME
+from agentmemory.stores.chroma.folder_lock import LOCK_FILE_NAME
 from embedders import HashingEmbedder
 
 REPO = Path(__file__).resolve().parents[2]

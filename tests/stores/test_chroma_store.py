@@ -19,7 +19,7 @@ import pytest
 from chroma_store_cases import CASES, DIM, Backend, indexed_cosine, keys
 
 from agentmemory import AgentMemoryError, ChromaStore, Entry, SqliteStore, StoreLockedError
-from agentmemory.stores.chroma.clients import LOCK_FILE_NAME, FolderLock
+from agentmemory.stores.chroma.folder_lock import LOCK_FILE_NAME, FolderLock
 from agentmemory.stores.chroma.store import CHROMA_FOLDER, JOURNAL_FILE
 from embedders import HashingEmbedder
 

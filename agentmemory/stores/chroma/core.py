@@ -52,6 +52,7 @@ class ChromaCore:
     _embedded: bool
     _server: str | None
     _unavailable: str | None
+    _held_elsewhere: bool  # _unavailable because another process holds the folder
     _write_note: str
     _journal: JournalStore
     _keys: IndexStateKeys
@@ -69,6 +70,11 @@ class ChromaCore:
 
     def _need_index(self) -> None:
         """Refuse an index operation on a journal-only handle, saying why."""
+        if self._unavailable is not None and not self._held_elsewhere:
+            raise AgentMemoryError(  # damaged, read-only, or a full disk: the reason has the cure
+                f"agentmemory: store {self._where}: {self._unavailable}; this process opened the "
+                "journal alone, so it cannot search, check or rebuild the vectors"
+            )
         if self._unavailable is not None:
             raise AgentMemoryError(
                 f"agentmemory: store {self._where}: {self._unavailable}; this process opened the "

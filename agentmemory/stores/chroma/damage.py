@@ -1,14 +1,8 @@
-"""Damage and probe: finding a damaged vector index without crashing, and moving it aside so it
-is rebuilt from the journal.
+"""Damage: moving a damaged vector index aside so it is rebuilt from the journal.
 
 The vector index (``chroma/``) is derived from the journal, so a damaged one is rebuilt, never
-repaired in place (docs/storage.md#a-damaged-vector-index).
-
-The probe (:func:`probe_index`): a garbled HNSW segment file (``data_level0.bin``) makes Chroma's
-native code crash the process that loads the collection (a segmentation fault: no exception to
-catch). ``agentmemory verify`` and ``agentmemory reindex`` therefore first open the folder in a
-child process and search every collection once; a child killed by a signal, or failing, marks
-the index damaged, and the repair moves it aside and rebuilds it from the journal.
+repaired in place (docs/storage.md#a-damaged-vector-index). Finding it without crashing is the
+probe's (:mod:`.probe`, re-exported here: :func:`probe_index`).
 
 Moving it aside (:func:`move_index_aside`) renames it ``chroma.damaged-<UTC time>`` (kept as
 evidence); running the probe when a store is opened for a repair
@@ -19,17 +13,16 @@ evidence); running the probe when a store is opened for a repair
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentmemory.errors import IndexReadOnlyError, StoreLockedError
+from .folder_lock import FolderLock
+from .probe import HELD_DETAIL, PROBE_TIMEOUT_S, READ_ONLY_STATUS, probe_index
 
 __all__ = [
     "DAMAGED_PREFIX",
+    "HELD_DETAIL",
     "PROBE_TIMEOUT_S",
     "READ_ONLY_STATUS",
     "MovedIndex",
@@ -66,8 +59,6 @@ def move_index_aside(folder: str | os.PathLike[str], *, now: float | None = None
             nothing was moved.
         OSError: the rename fails (no ``chroma/``, a name already taken).
     """
-    from .clients import FolderLock
-
     base = Path(folder)
     if not (base / "chroma").is_dir() and (base / ".vectors" / "chroma").is_dir():
         base = base / ".vectors"  # a Markdown folder keeps its index there, with its own lock
@@ -77,101 +68,3 @@ def move_index_aside(folder: str | os.PathLike[str], *, now: float | None = None
     with FolderLock.acquire(base, timeout_s=0.0, detail=HELD_DETAIL):
         old.rename(aside)
     return aside
-
-
-READ_ONLY_STATUS = 3
-"""The probe child's exit status when Chroma may not write the folder (not damaged)."""
-
-LOCKED_STATUS = 4
-"""The probe child's exit status when another process holds the folder (not damaged)."""
-
-HELD_DETAIL = (
-    "it is in use, not damaged: nothing was checked, moved or rebuilt; run this again after "
-    "that process closes the store, or run 'agentmemory server start' so that every process "
-    "shares one Chroma server"
-)
-"""What a check or a repair of an index another process holds says it did (nothing), and what
-to do instead."""
-
-PROBE_TIMEOUT_S = 120.0
-"""How long the child process may take (it imports chromadb and loads every collection)."""
-
-_CHILD = "import sys; from agentmemory.stores.chroma.damage import _probe_here; sys.exit(_probe_here(sys.argv[1]))"
-
-
-def probe_index(folder: Path, *, timeout_s: float = PROBE_TIMEOUT_S) -> str | None:
-    """Open ``folder/chroma`` in a child process (taking the store's folder lock there) and search
-    every collection once. Returns ``None`` when that worked or there is no ``chroma/``, else a
-    one-line reason ("loading it crashed a probe process (SIGSEGV)"). Blocks for the child's
-    run, most of it importing chromadb (its duration: docs/storage.md#a-damaged-vector-index).
-
-    Raises:
-        IndexReadOnlyError: the child found the folder's files may not be written (nothing is
-            damaged; ``folder`` names the store).
-        StoreLockedError: another process holds the folder (found before the child starts, or
-            by the child): the index is in use, not damaged, and was not loaded.
-    """
-    from .clients import folder_holder
-
-    if not (folder / "chroma").is_dir():
-        return None
-    holder = folder_holder(folder)
-    if holder is not None:
-        raise StoreLockedError(str(folder), holder, HELD_DETAIL)
-    try:
-        done = subprocess.run(
-            [sys.executable, "-c", _CHILD, str(folder)],
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        return f"loading it in a probe process took over {timeout_s:g} s"
-    if done.returncode < 0:
-        try:
-            name = signal.Signals(-done.returncode).name
-        except ValueError:
-            name = f"signal {-done.returncode}"
-        return f"loading it crashed a probe process ({name})"
-    if done.returncode != 0:
-        lines = done.stderr.strip().splitlines()
-        reason = (lines[-1] if lines else f"a probe process failed ({done.returncode})")[:300]
-        if done.returncode == READ_ONLY_STATUS:
-            raise IndexReadOnlyError(str(folder), "vector", reason)
-        if done.returncode == LOCKED_STATUS:
-            raise StoreLockedError(str(folder), reason, HELD_DETAIL)
-        return reason
-    return None
-
-
-def _probe_here(folder: str) -> int:
-    """The child's work: open the folder as a store would, search each collection once; the
-    exit status (0 when it worked; 1 with the reason on stderr when Chroma could not open it)."""
-    from agentmemory.errors import IndexDamagedError
-
-    from .clients import close_folder, open_folder
-
-    where = Path(folder)
-    try:
-        client = open_folder(where, timeout_s=5.0)
-    except StoreLockedError as exc:  # taken since the parent looked: in use, not damaged
-        print(exc.holder, file=sys.stderr)
-        return LOCKED_STATUS
-    except IndexDamagedError as exc:  # the reason alone: the parent wraps it in its own line
-        print(exc.detail, file=sys.stderr)
-        return READ_ONLY_STATUS if isinstance(exc, IndexReadOnlyError) else 1
-    try:
-        for listed in client.list_collections():
-            name = listed if isinstance(listed, str) else listed.name
-            col = client.get_collection(name, embedding_function=None)
-            if col.count() == 0:
-                continue
-            first = col.get(limit=1, include=["embeddings"])
-            vectors = first.get("embeddings")
-            if vectors is None or len(vectors) == 0:
-                continue
-            col.query(query_embeddings=[vectors[0]], n_results=1)
-    finally:
-        close_folder(where)
-    return 0

@@ -28,6 +28,7 @@ once.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import math
 import re
 import threading
@@ -38,6 +39,7 @@ from typing import Any, Literal, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from agentmemory.errors import IndexDamagedError
 from agentmemory.rules import check_scope, valid_name
 
 __all__ = [
@@ -53,6 +55,7 @@ __all__ = [
     "Neighbour",
     "SelfSearch",
     "check_prefix",
+    "chroma_damage",
     "store_prefix",
     "vector_id",
 ]
@@ -137,6 +140,34 @@ def _windows_of(meta: Any) -> tuple[int, int]:
     """``(window, windows)`` of a vector's metadata; ``(0, 1)`` for one written before windows."""
     meta = meta or {}
     return int(meta.get("window", 0) or 0), max(1, int(meta.get("windows", 1) or 1))
+
+
+_DAMAGE_WORDS = (
+    "database disk image is malformed",
+    "(code: 11)",
+    "file is not a database",
+    "(code: 26)",
+)
+
+
+_WIDTH = re.compile(r"expecting embedding with dimension of (\d+), got (\d+)")
+
+
+def chroma_damage(err: BaseException) -> str | None:
+    """What is wrong, in one line, when ``err`` says the index cannot serve this store: Chroma's
+    sqlite file is damaged (sqlite's ``SQLITE_CORRUPT``, code 11, or ``SQLITE_NOTADB``, code 26:
+    the last line of its message), or its vectors are of another width than the store's
+    embedder makes (built with another embedder, its journal since replaced); else ``None``."""
+    text = str(err)
+    width = _WIDTH.search(text)
+    if width is not None:
+        return (
+            f"its vectors have {width.group(1)} dimensions and the store's embedder makes "
+            f"{width.group(2)}: it was built with another embedder"
+        )
+    if not any(w in text for w in _DAMAGE_WORDS):
+        return None
+    return (text.strip().splitlines() or [type(err).__name__])[-1][:300]
 
 
 def _not_found() -> type[Exception]:
@@ -225,18 +256,24 @@ class ChromaIndex:
         client: a Chroma client (``chromadb.PersistentClient``, ``chromadb.HttpClient``).
         prefix: collection names are ``<prefix>_<scope>``: 1 to :data:`MAX_PREFIX_CHARS`
             letters, digits, ``-`` and ``_``, starting with a letter or digit.
+        where: the store the index belongs to, for the errors' messages.
 
     Raises:
         ValueError: a bad ``prefix`` (naming it and the rule).
 
     Every method that takes a scope raises :class:`~agentmemory.InvalidEntryError` for one that
-    is not kebab-case, and lets Chroma's own errors through (except a collection missing, which
-    reads as empty). A subclass may wrap :meth:`upsert`, :meth:`delete` or :meth:`query` (to
+    is not kebab-case, :class:`~agentmemory.errors.IndexDamagedError` (``"vector"``) when Chroma
+    finds its own database damaged in the middle of a call ("database disk image is malformed":
+    docs/storage.md#a-damaged-vector-index), and lets Chroma's other errors through (except a
+    collection missing, which reads as empty). A subclass may wrap :meth:`upsert`, :meth:`delete` or :meth:`query` (to
     count calls, or to fail them in a test; see ``ChromaStore.index_type``).
     """
 
-    def __init__(self, client: Any, prefix: str = DEFAULT_COLLECTION_PREFIX) -> None:
+    def __init__(
+        self, client: Any, prefix: str = DEFAULT_COLLECTION_PREFIX, *, where: str = "the store"
+    ) -> None:
         self._client = client
+        self._where = where
         self._prefix = check_prefix(prefix)
         self._lock = threading.Lock()
         self._collections: dict[str, Any] = {}
@@ -268,7 +305,9 @@ class ChromaIndex:
         """The scopes that have a collection of this prefix in the client, sorted."""
         head = self._prefix + _SEPARATOR
         found = []
-        for col in self._client.list_collections():
+        with self._damage_as_error():
+            listed = self._client.list_collections()
+        for col in listed:
             name = col if isinstance(col, str) else col.name
             if name.startswith(head) and valid_name(name[len(head) :]):
                 found.append(name[len(head) :])
@@ -376,7 +415,8 @@ class ChromaIndex:
         with self._lock:
             self._collections.pop(scope, None)
         try:
-            self._client.delete_collection(name)
+            with self._damage_as_error():
+                self._client.delete_collection(name)
         except _not_found():
             pass
 
@@ -685,13 +725,25 @@ class ChromaIndex:
         """``action(collection)``, or ``None`` when the scope has no collection (and
         ``create`` is false). When the cached collection was deleted underneath (a drop by
         another handle or process), look it up again once."""
-        col = self._collection(scope, create=create)
-        if col is None:
-            return None
-        try:
-            return action(col)
-        except _not_found():
-            with self._lock:
-                self._collections.pop(scope, None)
+        with self._damage_as_error():
             col = self._collection(scope, create=create)
-            return None if col is None else action(col)
+            if col is None:
+                return None
+            try:
+                return action(col)
+            except _not_found():
+                with self._lock:
+                    self._collections.pop(scope, None)
+                col = self._collection(scope, create=create)
+                return None if col is None else action(col)
+
+    @contextlib.contextmanager
+    def _damage_as_error(self) -> Iterator[None]:
+        """Chroma's error for its own damaged database as :class:`IndexDamagedError`."""
+        try:
+            yield
+        except Exception as err:
+            damage = chroma_damage(err)
+            if damage is None:
+                raise
+            raise IndexDamagedError(self._where, "vector", damage) from err

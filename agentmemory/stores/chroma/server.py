@@ -42,7 +42,7 @@ from agentmemory.errors import (
 from agentmemory.stores.processes import pid_running
 from agentmemory.wire import format_time
 
-from .clients import FolderLock
+from .folder_lock import FolderLock
 
 __all__ = [
     "DEFAULT_CHROMA_PORT",

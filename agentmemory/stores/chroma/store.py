@@ -64,7 +64,6 @@ from recallers import DEFAULT_FUSION, DEFAULT_RERANK_CANDIDATES, BM25Recaller, H
 
 from .clients import (
     CHROMA_FOLDER,
-    DEFAULT_LOCK_TIMEOUT_S,
     IndexKey,
     SharedIndex,
     close_folder,
@@ -73,6 +72,7 @@ from .clients import (
     open_folder,
 )
 from .cursor import IndexCursor, IndexStateKeys, check_embedder
+from .folder_lock import DEFAULT_LOCK_TIMEOUT_S
 from .follow import IndexFollower
 from .index import DEFAULT_COLLECTION_PREFIX, ChromaIndex, check_prefix, store_prefix
 from .journal_source import JournalStore
@@ -162,6 +162,7 @@ class ChromaStore(Purging, IndexUpkeep, StoreBase):
         self._read_only = options.get("read_only", False)
         self._server: str | None = None  # the server, in words, when this store connected one
         self._unavailable: str | None = None  # why there is no vector index (journal-only)
+        self._held_elsewhere = False
         self._write_note = ""  # what a journal-only write's Change.note says
         if given_prefix is not None:
             check_prefix(given_prefix)  # before anything is opened
@@ -208,6 +209,7 @@ class ChromaStore(Purging, IndexUpkeep, StoreBase):
             except StoreLockedError as held:
                 if not options.get("journal_only_when_held", False):
                     raise
+                self._held_elsewhere = True
                 self._unavailable = (
                     f"the vector index of {self._where} is held by {held.holder} (an embedded "
                     "Chroma folder is opened by one process at a time)"
@@ -232,20 +234,7 @@ class ChromaStore(Purging, IndexUpkeep, StoreBase):
             except IndexDamagedError as damaged:
                 if damaged.index != "vector" or not options.get("journal_only_when_damaged", False):
                     raise
-                cure = f"run 'agentmemory verify --repair --path {self._where}'"
-                if isinstance(damaged, IndexReadOnlyError):
-                    state = "may not be written here"
-                    cure = f"make {self._where}/chroma writable, then {cure}"
-                else:
-                    state = "is damaged"
-                self._unavailable = (
-                    f"the vector index of {self._where} {state} ({damaged.detail}); {cure} to "
-                    "bring it up to date from the journal"
-                )
-                self._write_note = (
-                    f"the write is in the journal and its lexical index; the vector index {state}: "
-                    f"{cure} to bring it up to date from the journal, this write included"
-                )
+                self._journal_only(damaged)
         try:
             self._journal: JournalStore = journal or SqliteStore(
                 self._folder() / JOURNAL_FILE,
@@ -258,7 +247,7 @@ class ChromaStore(Purging, IndexUpkeep, StoreBase):
             )
             self._keys = IndexStateKeys(embedded=self._embedded, prefix=prefix)
             if self._unavailable is None:
-                self._index = self.index_type(client, prefix)
+                self._index = self.index_type(client, prefix, where=self._where)
         except BaseException:
             if journal is None and getattr(self, "_journal", None) is not None:
                 self._journal.close()
@@ -271,9 +260,40 @@ class ChromaStore(Purging, IndexUpkeep, StoreBase):
         try:
             self._batch = max(1, min(SYNC_CHUNK, index.max_batch_size()))
             self._attach(options.get("reindex", False))
+        except IndexDamagedError as damaged:  # found while replaying: vectors of another width
+            if damaged.index != "vector" or not options.get("journal_only_when_damaged", False):
+                self.close()
+                raise
+            shared, self._shared = self._shared, None
+            try:
+                if shared is not None:
+                    leave_index(self._index_key(), shared)
+            finally:
+                if self._opened_folder:
+                    self._opened_folder = False
+                    close_folder(self._folder())
+            self._journal_only(damaged)
         except BaseException:
             self.close()
             raise
+
+    def _journal_only(self, damaged: IndexDamagedError) -> None:
+        """Serve the journal alone because the vector index is damaged or may not be written
+        (docs/storage.md#a-damaged-vector-index): say why, and what a write's note says."""
+        cure = f"run 'agentmemory verify --repair --path {self._where}'"
+        if isinstance(damaged, IndexReadOnlyError):
+            state = "may not be written here"
+            cure = f"make {self._where}/chroma writable, then {cure}"
+        else:
+            state = "is damaged"
+        self._unavailable = (
+            f"the vector index of {self._where} {state} ({damaged.detail}); {cure} to "
+            "bring it up to date from the journal"
+        )
+        self._write_note = (
+            f"the write is in the journal and its lexical index; the vector index {state}: "
+            f"{cure} to bring it up to date from the journal, this write included"
+        )
 
     @classmethod
     def open(

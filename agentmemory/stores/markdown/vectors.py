@@ -104,7 +104,7 @@ def purge_folder_vectors(
     client = open_folder(folder, timeout_s)
     try:
         with _folder_lock(folder):
-            index = ChromaIndex(client, DEFAULT_COLLECTION_PREFIX)
+            index = ChromaIndex(client, DEFAULT_COLLECTION_PREFIX, where=str(root))
             held = len(index.held(scope, [name]))
             cursor = folder / CURSOR_NAME
             if padded:
@@ -156,7 +156,7 @@ class FolderVectors:
             raise StoreFullError(str(root), exc.detail) from exc
         self._closed = False
         try:
-            self._index = ChromaIndex(client, DEFAULT_COLLECTION_PREFIX)
+            self._index = ChromaIndex(client, DEFAULT_COLLECTION_PREFIX, where=str(root))
             saved = self._read_cursor()
             given = embedder.fingerprint
             recorded = saved.get("embedder") if saved else None
