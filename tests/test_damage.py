@@ -755,8 +755,14 @@ def test_pages_cut_from_the_journal_tables_say_damaged_with_the_cure(
     first = cli("save", "user/fresh", "a fresh okapi", "--path", str(folder), *HASHING)
     assert first.returncode == 1
     assert "memory_journal: database disk image is malformed after" in first.stderr
-    for args in (("save", "user/fresh", "a fresh okapi"), ("search", "zebras"), ("verify",),
-                 ("verify", "--repair")):  # fmt: skip
+    for args in (("verify",), ("verify", "--repair")):  # verify says what is left instead
+        said = run(*args, "--path", str(folder), *HASHING)
+        assert said.exit_code == 1, (args, said.output)
+        report = said.stdout.strip().splitlines()
+        assert report[0].startswith(f"the journal database of store {folder} is damaged: ")
+        assert "journal records read before the damage (seq 1 to " in report[0], report
+        assert "backup" in report[1] and said.stderr == "", said.stderr
+    for args in (("save", "user/fresh", "a fresh okapi"), ("search", "zebras")):
         said = run(*args, "--path", str(folder), *HASHING)
         assert said.exit_code == 1, (args, said.output)
         lines = said.stderr.strip().splitlines()
@@ -853,3 +859,51 @@ def test_vectors_of_another_width_are_one_line_and_repair_uses_the_recorded_embe
     assert "index ok: 1 entries indexed (1 vectors) for 1 live entries" in cured.stdout
     meaning = run("search", "tmux", "--mode", "vector", "--path", str(folder))
     assert meaning.exit_code == 0 and "user/b" in meaning.stdout, meaning.output
+
+
+@pytest.mark.parametrize("table", ["memory_journal", "memory_entries"])
+def test_verify_on_a_garbled_journal_says_what_is_left_not_to_run_verify(
+    tmp_path: Path, table: str
+) -> None:
+    # issue 22 case 7: every command said "run agentmemory verify", and verify said the same
+    db = tmp_path / "store" / "journal.sqlite3"
+    with SqliteStore(db) as st:
+        fill(st)
+    garble_table(db, table)
+    saved = run("save", "user/x", "y", "--path", str(db.parent), "--embedder", "hashing")
+    assert saved.exit_code == 1 and "agentmemory verify" in saved.stderr
+    before = db.read_bytes()
+    checked = run("verify", "--path", str(db.parent), "--embedder", "hashing")
+    assert checked.exit_code == 1
+    first, cure = checked.stdout.strip().splitlines()
+    assert first.startswith(f"the journal database of store {db.parent} is damaged: ")
+    if table == "memory_journal":
+        assert "read before the damage" in first or "0 journal records" in first, first
+    else:
+        assert "the entries table does not read past row" in first, first
+    assert "restore" in cure and "backup" in cure and "agentmemory journal" in cure
+    assert "run 'agentmemory verify'" not in checked.output
+    assert db.read_bytes() == before  # nothing was changed
+    report = json.loads(
+        run("verify", "--json", "--path", str(db.parent), "--embedder", "hashing").stdout
+    )
+    assert report["ok"] is False and report["journal_damaged"] is True
+
+
+@pytest.mark.slow
+def test_chroma_replaced_by_a_file_is_damage_not_a_holder(tmp_path: Path) -> None:
+    # issue 22 case 7: verify spoke of a holder process that does not exist
+    folder = tmp_path / "store"
+    args = ("--path", str(folder), *HASHING)
+    assert run("save", "user/a", "Prefers Vim.", *args).exit_code == 0
+    shutil.rmtree(folder / "chroma")
+    (folder / "chroma").write_text("not a folder\n")
+    checked = run("verify", *args)
+    assert checked.exit_code == 1
+    assert "is a file, not Chroma's folder" in checked.stderr, checked.stderr
+    assert "holder" not in checked.stderr and "locked" not in checked.stderr
+    saved = run("save", "user/b", "Uses tmux.", *args)
+    assert saved.exit_code == 0 and "verify --repair" in saved.stderr
+    cured = run("verify", "--repair", *args)
+    assert cured.exit_code == 0, cured.output
+    assert "index ok: 2 entries indexed" in cured.stdout

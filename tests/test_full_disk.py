@@ -1,4 +1,5 @@
-"""A full disk is its own error, never damage (issue 22 case 6; docs/storage.md#a-full-disk).
+"""A full disk is its own error, never damage (issue 22 case 6; docs/storage.md#a-full-disk),
+and a read-only mount is read, not refused (case 7).
 
 Each test mounts a real, small tmpfs (a real file system that fills up: it needs root and
 ``mount``), fills it with a file, and works the store on it: writes fail with ``StoreFullError``
@@ -202,3 +203,26 @@ def test_a_full_disk_is_not_damage_to_verify_and_repair_moves_nothing(small_fs: 
     assert cli("save", "user/shell", "Uses zsh.", path=folder).returncode == 0
     listed = cli("search", "vim zsh", path=folder)
     assert "user/editor" in listed.stdout and "user/shell" in listed.stdout, listed.stdout
+
+
+@pytest.mark.slow  # real processes that open Chroma
+@pytest.mark.parametrize("kind", ["sqlite", "markdown"])
+def test_a_read_only_mount_is_searched_and_refuses_writes_in_one_line(
+    small_fs: Path, kind: str
+) -> None:
+    # before, a hybrid search failed on chroma.lock ("Read-only file system")
+    folder = small_fs / "store"
+    made = cli("save", "user/editor", "Prefers Vim.", "--format", kind, path=folder)
+    assert made.returncode == 0, made.stderr
+    subprocess.run(["mount", "-o", "remount,ro", str(small_fs)], check=True)
+    before = snapshot(folder)
+    found = cli("search", "vim", path=folder)
+    assert found.returncode == 0, found.stderr
+    assert "user/editor" in found.stdout
+    assert "may not be written here" in found.stderr and "BM25" in found.stderr
+    assert "damaged" not in found.stderr and "Traceback" not in found.stderr
+    saved = cli("save", "user/shell", "Uses zsh.", path=folder)
+    assert saved.returncode == 1
+    lines = saved.stderr.strip().splitlines()
+    assert "the store is read-only here" in lines[-1] and "Traceback" not in saved.stderr, lines
+    assert snapshot(folder) == before

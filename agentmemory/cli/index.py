@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from .group import main
+from .group import CliError, main
 from .opening import open_args, open_index, open_moving_damage, opening
 from .options import embedder_option, json_option, path_option, server_options
 from .output import echo_json
@@ -44,6 +44,61 @@ def verify_command(
 
     Opening the store first replays journal records the index has not seen.
     """
+    from agentmemory.errors import StoreIOError
+
+    try:
+        _verify(repair, drop_orphans, path, embedder_name, shared, as_json)
+    except StoreIOError as exc:
+        journal = Path(exc.path) / "journal.sqlite3"
+        if exc.kind != "damaged" or not journal.is_file():
+            raise
+        _journal_damaged(journal, exc, as_json=as_json)
+
+
+def _journal_damaged(journal: Path, exc: Exception, *, as_json: bool) -> None:
+    """``verify`` on a store whose journal database is damaged: what is left of it, and the
+    cure (a backup; nothing rebuilds the journal). Exit status 1."""
+    import sqlite3
+
+    from agentmemory.stores.sqlite.salvage import inspect_damaged_journal
+
+    try:
+        found = inspect_damaged_journal(journal)
+    except sqlite3.Error as err:
+        raise CliError(f"{exc} (and it cannot be read at all: {err})") from err
+    folder = journal.parent
+    if as_json:
+        echo_json(
+            {
+                "ok": False,
+                "journal_damaged": True,
+                "problems": list(found.problems),
+                "records": found.records,
+                "last_seq": found.last_seq,
+                "read_to_end": found.read_to_end,
+                "entries": found.entries,
+                "entries_read_to_end": found.entries_to_end,
+            }
+        )
+    else:
+        click.echo(f"the journal database of store {folder} is damaged: {found.describe()}")
+        click.echo(
+            f"nothing was changed; restore {folder} from a backup (the journal is the truth and "
+            "nothing rebuilds it); meanwhile 'agentmemory journal --path "
+            f"{folder}' prints the records before the damage and 'agentmemory export' saves "
+            "what reads"
+        )
+    sys.exit(1)
+
+
+def _verify(
+    repair: bool,
+    drop_orphans: bool,
+    path: Path | None,
+    embedder_name: str | None,
+    shared: bool,
+    as_json: bool,
+) -> None:
     from agentmemory.errors import IndexDamagedError, IndexReadOnlyError
     from agentmemory.opening import check_index_loads
     from agentmemory.stores.chroma.damage import move_index_aside

@@ -13,6 +13,7 @@ own, and meets the parent's folder lock).
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import threading
@@ -32,6 +33,7 @@ from agentmemory.stores.space import is_full
 from .cursor import IndexCursor
 from .files import scrub_chroma_folder
 from .folder_lock import (
+    LOCK_FILE_NAME,
     FolderLock,
 )
 from .loaded import loaded_cleanly, record_loaded
@@ -157,7 +159,13 @@ def open_folder(folder: Path, timeout_s: float, *, probe: bool = True) -> Any:
     with _lock:
         found = _folders.get(key)
         if found is None:
-            lock = FolderLock.acquire(folder, timeout_s=timeout_s, detail=_lock_detail())
+            try:
+                lock = FolderLock.acquire(folder, timeout_s=timeout_s, detail=_lock_detail())
+            except OSError as err:  # a read-only mount: the index cannot be opened, not damaged
+                if err.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
+                    raise
+                detail = f"{err.strerror}: {folder / LOCK_FILE_NAME} cannot be made"
+                raise IndexReadOnlyError(str(folder), "vector", detail) from err
             try:
                 _check_inside(folder)
                 if probe and not loaded_cleanly(folder):
@@ -184,6 +192,9 @@ def open_unlocked(folder: Path) -> Any:
     """
     import chromadb
 
+    index = folder / CHROMA_FOLDER
+    if index.exists() and not index.is_dir():
+        raise IndexDamagedError(str(folder), "vector", f"{index} is a file, not Chroma's folder")
     try:
         return chromadb.PersistentClient(
             path=str(folder / CHROMA_FOLDER), settings=_chroma_settings()

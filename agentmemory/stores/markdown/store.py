@@ -46,6 +46,7 @@ from agentmemory.entries import Change, Entry
 from agentmemory.errors import (
     AgentMemoryError,
     IndexDamagedError,
+    IndexReadOnlyError,
     NotFoundError,
     RecallModeError,
     StoreFullError,
@@ -198,7 +199,10 @@ class FileStore(Purging, StoreBase):
                 # as SqliteStore's folder does: the journal and BM25 serve, the vectors wait for
                 # the repair (docs/storage.md#a-damaged-vector-index)
                 self._unavailable = (
-                    f"the vector index is damaged ({exc.detail}); run 'agentmemory verify "
+                    f"the vector index may not be written here ({exc.detail}); searches use "
+                    "BM25 until the folder is writable"
+                    if isinstance(exc, IndexReadOnlyError)
+                    else f"the vector index is damaged ({exc.detail}); run 'agentmemory verify "
                     f"--repair --path {self._root}' to rebuild it from the journal"
                 )
                 log.warning("agentmemory: store %s: %s", self._root, self._unavailable)

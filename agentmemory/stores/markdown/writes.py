@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import errno
 import logging
 import os
 from collections.abc import Callable, Iterator
 from datetime import datetime
 
 from agentmemory.entries import Change
-from agentmemory.errors import IndexWriteError, StoreFullError, StoreLockedError
+from agentmemory.errors import IndexWriteError, StoreFullError, StoreIOError, StoreLockedError
 from agentmemory.stores.space import is_full
 from agentmemory.wire import format_time, parse_time
 
@@ -68,6 +69,8 @@ class FolderWrites(IndexFile, FolderLexicon):
             except OSError as err:
                 if is_full(err, self._root):  # no room for the lock's text: nothing written
                     raise StoreFullError(str(self._root), str(err)) from err
+                if err.errno in (errno.EROFS, errno.EACCES, errno.EPERM):  # a read-only mount
+                    raise StoreIOError(str(self._root), "read-only", str(err)) from err
                 raise
             try:
                 check_store_files(self._root)  # a link made since the open is refused too
