@@ -47,22 +47,13 @@ HOLDER = """
 """
 
 
-def agentmemory(*args: str, path: Path) -> subprocess.CompletedProcess[str]:
-    """Run the installed ``agentmemory`` command on store ``path`` (a real process)."""
-    return subprocess.run(
-        [AGENTMEMORY, *args, "--path", str(path)],
-        capture_output=True,
-        text=True,
-        timeout=CHILD_TIMEOUT_S,
-        cwd=REPO,
-        env={k: v for k, v in os.environ.items() if not k.startswith("AGENTMEMORY_")},
-    )
-
-
-def agentmemory_env(*args: str, path: Path) -> subprocess.CompletedProcess[str]:
-    """As :func:`agentmemory`, keeping ``$AGENTMEMORY_CHROMA_TIMEOUT``."""
+def agentmemory(
+    *args: str, path: Path, keep_timeout: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """Run the installed ``agentmemory`` command on store ``path`` (a real process), without
+    our environment variables (``keep_timeout``: keeping ``$AGENTMEMORY_CHROMA_TIMEOUT``)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMEMORY_")}
-    if "AGENTMEMORY_CHROMA_TIMEOUT" in os.environ:
+    if keep_timeout and "AGENTMEMORY_CHROMA_TIMEOUT" in os.environ:
         env["AGENTMEMORY_CHROMA_TIMEOUT"] = os.environ["AGENTMEMORY_CHROMA_TIMEOUT"]
     return subprocess.run(
         [AGENTMEMORY, *args, "--path", str(path)],
@@ -72,6 +63,11 @@ def agentmemory_env(*args: str, path: Path) -> subprocess.CompletedProcess[str]:
         cwd=REPO,
         env=env,
     )
+
+
+def agentmemory_env(*args: str, path: Path) -> subprocess.CompletedProcess[str]:
+    """As :func:`agentmemory`, keeping ``$AGENTMEMORY_CHROMA_TIMEOUT``."""
+    return agentmemory(*args, path=path, keep_timeout=True)
 
 
 @pytest.fixture

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -44,10 +46,103 @@ def verify_command(
 
     Opening the store first replays journal records the index has not seen.
     """
+    with _journal_damage_reported(as_json=as_json):
+        from agentmemory.errors import IndexDamagedError, IndexReadOnlyError
+        from agentmemory.opening import check_index_loads
+        from agentmemory.stores.chroma.damage import move_index_aside
+        from agentmemory.stores.markdown.store import FileStore
+        from agentmemory.verify import check_store
+
+        if repair:
+            opened = open_moving_damage(path, embedder_name, shared=shared)
+        else:
+            where = open_args(path)
+            with opening():
+                check_index_loads(where["path"], format=where["format"], dsn=where["dsn"])
+            opened = open_index(path, embedder_name, create=False, shared=shared)
+        if isinstance(opened, FileStore):
+            _verify_folder(opened, path, embedder_name, repair=repair, as_json=as_json)
+            return
+        damaged: IndexDamagedError | None = None
+        with opened as store:
+            try:
+                found = check_store(store, repair=repair, drop_orphans=drop_orphans)
+            except IndexDamagedError as exc:  # Chroma found its database damaged mid-check
+                if not repair or exc.index != "vector" or isinstance(exc, IndexReadOnlyError):
+                    raise
+                if not (store.path / "chroma").is_dir():
+                    raise  # not an embedded folder of ours: nothing here to move aside
+                damaged, folder = exc, store.path
+        if damaged is not None:
+            with opening():
+                aside = move_index_aside(folder)
+            click.echo(
+                f"agentmemory: the vector index was damaged ({damaged.detail}); moved it to "
+                f"{aside} and rebuilt it from the journal",
+                err=True,
+            )
+            with open_index(
+                path, embedder_name, create=False, reindex=True, shared=shared
+            ) as again:
+                assert not isinstance(again, FileStore)
+                found = check_store(again, repair=True, drop_orphans=drop_orphans)
+        report, orphans, lexical = found.index, list(found.orphans), list(found.lexical.problems)
+        rebuilt = found.lexical.rebuilt
+        if as_json:
+            echo_json(
+                {
+                    "ok": found.ok,
+                    "orphans": orphans,
+                    "lexical": lexical,
+                    "lexical_rebuilt": rebuilt,
+                    "missing": report.missing,
+                    "stale": report.stale,
+                    "extra": report.extra,
+                    "live": report.live,
+                    "indexed": report.indexed,
+                    "vectors": report.vectors,
+                    "self_search": {
+                        "searched": report.searched,
+                        "found": report.found,
+                        "lost": report.lost,
+                        "unsearchable_scopes": report.unsearchable_scopes,
+                    },
+                    "cursor": report.cursor,
+                    "last_seq": report.last_seq,
+                }
+            )
+        else:
+            text = str(report)
+            if not report.ok:
+                text = text.replace("repair() or reindex()", "'agentmemory verify --repair'")
+            click.echo(text)
+            if rebuilt is not None:
+                click.echo(f"lexical index rebuilt: {rebuilt} entries")
+            for problem in lexical:
+                click.echo(f"lexical index damaged: {problem}; run 'agentmemory verify --repair'")
+            if orphans:
+                click.echo(
+                    f"journal shorter than its index: the index holds vectors of {len(orphans)} entries "
+                    f"no journal record names ({', '.join(orphans[:5])}"
+                    f"{', ...' if len(orphans) > 5 else ''}): the journal lost records (a truncated "
+                    "file, a cut WAL); they are kept as evidence: restore the journal from a backup, "
+                    "or run 'agentmemory verify --repair --drop-orphans' to drop them"
+                )
+            if not lexical and rebuilt is None:
+                click.echo("lexical index ok")
+        if not found.ok:
+            sys.exit(1)
+
+
+@contextmanager
+def _journal_damage_reported(*, as_json: bool) -> Iterator[None]:
+    """Around ``verify``: a damaged journal database (``StoreIOError`` ``"damaged"`` of a
+    sqlite store) is reported by :func:`_journal_damaged` instead of the one line every other
+    command prints, which says to run ``verify``."""
     from agentmemory.errors import StoreIOError
 
     try:
-        _verify(repair, drop_orphans, path, embedder_name, shared, as_json)
+        yield
     except StoreIOError as exc:
         journal = Path(exc.path) / "journal.sqlite3"
         if exc.kind != "damaged" or not journal.is_file():
@@ -89,99 +184,6 @@ def _journal_damaged(journal: Path, exc: Exception, *, as_json: bool) -> None:
             "what reads"
         )
     sys.exit(1)
-
-
-def _verify(
-    repair: bool,
-    drop_orphans: bool,
-    path: Path | None,
-    embedder_name: str | None,
-    shared: bool,
-    as_json: bool,
-) -> None:
-    from agentmemory.errors import IndexDamagedError, IndexReadOnlyError
-    from agentmemory.opening import check_index_loads
-    from agentmemory.stores.chroma.damage import move_index_aside
-    from agentmemory.stores.markdown.store import FileStore
-    from agentmemory.verify import check_store
-
-    if repair:
-        opened = open_moving_damage(path, embedder_name, shared=shared)
-    else:
-        where = open_args(path)
-        with opening():
-            check_index_loads(where["path"], format=where["format"], dsn=where["dsn"])
-        opened = open_index(path, embedder_name, create=False, shared=shared)
-    if isinstance(opened, FileStore):
-        _verify_folder(opened, path, embedder_name, repair=repair, as_json=as_json)
-        return
-    damaged: IndexDamagedError | None = None
-    with opened as store:
-        try:
-            found = check_store(store, repair=repair, drop_orphans=drop_orphans)
-        except IndexDamagedError as exc:  # Chroma found its database damaged mid-check
-            if not repair or exc.index != "vector" or isinstance(exc, IndexReadOnlyError):
-                raise
-            if not (store.path / "chroma").is_dir():
-                raise  # not an embedded folder of ours: nothing here to move aside
-            damaged, folder = exc, store.path
-    if damaged is not None:
-        with opening():
-            aside = move_index_aside(folder)
-        click.echo(
-            f"agentmemory: the vector index was damaged ({damaged.detail}); moved it to "
-            f"{aside} and rebuilt it from the journal",
-            err=True,
-        )
-        with open_index(path, embedder_name, create=False, reindex=True, shared=shared) as again:
-            assert not isinstance(again, FileStore)
-            found = check_store(again, repair=True, drop_orphans=drop_orphans)
-    report, orphans, lexical = found.index, list(found.orphans), list(found.lexical.problems)
-    rebuilt = found.lexical.rebuilt
-    if as_json:
-        echo_json(
-            {
-                "ok": found.ok,
-                "orphans": orphans,
-                "lexical": lexical,
-                "lexical_rebuilt": rebuilt,
-                "missing": report.missing,
-                "stale": report.stale,
-                "extra": report.extra,
-                "live": report.live,
-                "indexed": report.indexed,
-                "vectors": report.vectors,
-                "self_search": {
-                    "searched": report.searched,
-                    "found": report.found,
-                    "lost": report.lost,
-                    "unsearchable_scopes": report.unsearchable_scopes,
-                },
-                "cursor": report.cursor,
-                "last_seq": report.last_seq,
-            }
-        )
-    else:
-        text = str(report)
-        if not report.ok:
-            text = text.replace("repair() or reindex()", "'agentmemory verify --repair'")
-        click.echo(text)
-        if rebuilt is not None:
-            click.echo(f"lexical index rebuilt: {rebuilt} entries")
-        for problem in lexical:
-            click.echo(f"lexical index damaged: {problem}; run 'agentmemory verify --repair'")
-        if orphans:
-            click.echo(
-                f"journal shorter than its index: the index holds vectors of {len(orphans)} entries "
-                f"no journal record names ({', '.join(orphans[:5])}"
-                f"{', ...' if len(orphans) > 5 else ''}): the journal lost records (a truncated "
-                "file, a cut WAL); they are kept as evidence: restore the journal from a backup, "
-                "or run 'agentmemory verify --repair --drop-orphans' to drop them"
-            )
-        if not lexical and rebuilt is None:
-            click.echo("lexical index ok")
-    if not found.ok:
-        sys.exit(1)
 
 
 def _verify_folder(
