@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -647,3 +648,51 @@ def test_cli_purge_on_a_markdown_folder(tmp_path: Path) -> None:
     with FileStore(folder) as st:
         assert list(st.journal())[-1].entry.content == "GDPR request 17"
     assert scan(tmp_path) == [] and _no_leftovers(folder) == []
+
+
+@pytest.mark.slow
+def test_a_busy_vacuum_still_zeroes_the_hnsw_capacity(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 22 case 8: when another process holds a read on chroma.sqlite3 past the busy
+    timeout, the scrub's VACUUM fails; the HNSW files' unused capacity (heap bytes hnswlib
+    wrote, the erased text among them) is zeroed all the same, and the failure is raised."""
+    from agentmemory.stores.chroma import files
+
+    folder = tmp_path / "s"
+    with FileStore(folder, embedder=EMBEDDER) as st:
+        write_history(st, forget=False)
+    chroma = folder / ".vectors" / "chroma"
+    planted = []
+    for seg in sorted(p for p in chroma.iterdir() if (p / "data_level0.bin").exists()):
+        data = seg / "data_level0.bin"
+        with data.open("r+b") as f:  # as a process whose heap held the secret leaves it
+            f.seek(data.stat().st_size - len(SECRET))
+            f.write(SECRET.encode())
+        planted.append(data)
+    assert planted and all(SECRET.encode() in p.read_bytes() for p in planted)
+    reader = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sqlite3, sys, time\n"
+            "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+            "c.execute('BEGIN'); c.execute('SELECT count(*) FROM segments').fetchall()\n"
+            "print('ready', flush=True); time.sleep(60)\n",
+            str(chroma / "chroma.sqlite3"),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert reader.stdout is not None and reader.stdout.readline().strip() == "ready"
+        monkeypatch.setattr(files, "BUSY_TIMEOUT_S", 0.2)
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            files.scrub_chroma_folder(chroma)
+    finally:
+        reader.kill()
+        reader.wait(timeout=60)
+    assert [p for p in planted if SECRET.encode() in p.read_bytes()] == []
+    with FileStore(folder, embedder=EMBEDDER) as st:  # the index still loads and answers
+        vec = np.asarray(EMBEDDER.embed([VERSIONS[3]]), dtype=np.float32)[0]
+        assert "address" in [e.name for e, _ in st.search_vector(vec, limit=10, scopes=["user"])]

@@ -112,7 +112,7 @@ def scrub_chroma_folder(folder: Path) -> list[str]:
 
     Raises:
         sqlite3.OperationalError: Chroma's own connection held ``chroma.sqlite3`` past
-            :data:`BUSY_TIMEOUT_S`.
+            :data:`BUSY_TIMEOUT_S` (the HNSW files' unused capacity is zeroed all the same).
     """
     db = folder / "chroma.sqlite3"
     if not db.exists():
@@ -123,6 +123,9 @@ def scrub_chroma_folder(folder: Path) -> list[str]:
         conn.execute("VACUUM")
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         orphans = _orphans(folder, conn)
+    except BaseException:
+        zero_hnsw_slack(folder)  # a failed vacuum never leaves the segment files unzeroed
+        raise
     finally:
         conn.close()
     for p in orphans:
