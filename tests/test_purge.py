@@ -650,6 +650,26 @@ def test_cli_purge_on_a_markdown_folder(tmp_path: Path) -> None:
     assert scan(tmp_path) == [] and _no_leftovers(folder) == []
 
 
+def _hold_a_read(db: Path) -> subprocess.Popen[str]:
+    """A real process holding a read transaction on ``db`` (as a backup or a person's sqlite3
+    shell would), printing ``ready`` once it holds it."""
+    reader = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sqlite3, sys, time\n"
+            "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+            "c.execute('BEGIN'); c.execute('SELECT count(*) FROM segments').fetchall()\n"
+            "print('ready', flush=True); time.sleep(60)\n",
+            str(db),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert reader.stdout is not None and reader.stdout.readline().strip() == "ready"
+    return reader
+
+
 @pytest.mark.slow
 def test_a_busy_vacuum_still_zeroes_the_hnsw_capacity(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -671,21 +691,8 @@ def test_a_busy_vacuum_still_zeroes_the_hnsw_capacity(
             f.write(SECRET.encode())
         planted.append(data)
     assert planted and all(SECRET.encode() in p.read_bytes() for p in planted)
-    reader = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import sqlite3, sys, time\n"
-            "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
-            "c.execute('BEGIN'); c.execute('SELECT count(*) FROM segments').fetchall()\n"
-            "print('ready', flush=True); time.sleep(60)\n",
-            str(chroma / "chroma.sqlite3"),
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    reader = _hold_a_read(chroma / "chroma.sqlite3")
     try:
-        assert reader.stdout is not None and reader.stdout.readline().strip() == "ready"
         monkeypatch.setattr(files, "BUSY_TIMEOUT_S", 0.2)
         with pytest.raises(sqlite3.OperationalError, match="locked"):
             files.scrub_chroma_folder(chroma)
@@ -696,3 +703,40 @@ def test_a_busy_vacuum_still_zeroes_the_hnsw_capacity(
     with FileStore(folder, embedder=EMBEDDER) as st:  # the index still loads and answers
         vec = np.asarray(EMBEDDER.embed([VERSIONS[3]]), dtype=np.float32)[0]
         assert "address" in [e.name for e, _ in st.search_vector(vec, limit=10, scopes=["user"])]
+
+
+@pytest.mark.slow
+def test_a_scrub_that_failed_at_close_is_done_by_the_next_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 22 case 8: the purging process's scrub at its last close fails (a reader holds
+    chroma.sqlite3); it leaves chroma.scrub-pending, and the next open, in a fresh process,
+    scrubs before Chroma loads the folder: no file keeps the erased bytes."""
+    from agentmemory.stores.chroma import files
+
+    folder = tmp_path / "s"
+    st = FileStore(folder, embedder=EMBEDDER)
+    write_history(st)
+    st.purge("user", "address", reason="erase")
+    chroma = folder / ".vectors" / "chroma"
+    planted = []
+    for seg in sorted(p for p in chroma.iterdir() if (p / "data_level0.bin").exists()):
+        data = seg / "data_level0.bin"
+        with data.open("r+b") as f:  # as Chroma writing from this process's heap would leave it
+            f.seek(data.stat().st_size - len(SECRET))
+            f.write(SECRET.encode())
+        planted.append(data)
+    assert planted
+    reader = _hold_a_read(chroma / "chroma.sqlite3")
+    try:
+        monkeypatch.setattr(files, "BUSY_TIMEOUT_S", 0.2)
+        st.close()
+    finally:
+        reader.kill()
+        reader.wait(timeout=60)
+    mark = folder / ".vectors" / "chroma.scrub-pending"
+    assert "locked" in mark.read_text()
+    got = _reopen_in_a_fresh_process(folder)
+    assert got["erased"] is True
+    assert got["vector_hits"] == ["between-0", "between-1", "between-2", "between-3", "tea"]
+    assert not mark.exists() and scan(folder) == []

@@ -54,6 +54,10 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 CHROMA_FOLDER = "chroma"
+
+SCRUB_PENDING_NAME = "chroma.scrub-pending"
+"""Beside ``chroma/``: a scrub a purge asked for failed (:func:`_scrub_closed`); the next
+:func:`open_folder` of any process scrubs the folder before Chroma loads it, then removes it."""
 """The Chroma ``PersistentClient`` folder's name inside an embedded store's folder."""
 
 IndexKey = tuple[str, str, int, int]
@@ -168,6 +172,7 @@ def open_folder(folder: Path, timeout_s: float, *, probe: bool = True) -> Any:
                 raise IndexReadOnlyError(str(folder), "vector", detail) from err
             try:
                 _check_inside(folder)
+                _scrub_pending(folder)
                 if probe and not loaded_cleanly(folder):
                     _probe_held(folder)
                 client = open_unlocked(folder)
@@ -269,8 +274,27 @@ def _scrub_closed(folder: Path) -> None:
     client is closed already, and the purge's receipt stands)."""
     try:
         scrub_chroma_folder(folder / CHROMA_FOLDER)
-    except Exception as err:  # sqlite busy or I/O: the next purge or open scrubs again
+    except Exception as err:  # sqlite busy or I/O: the next open scrubs again
         log.warning("agentmemory: could not scrub %s after closing it: %s", folder, err)
+        try:
+            (folder / SCRUB_PENDING_NAME).write_text(f"{type(err).__name__}: {err}\n")
+        except OSError as also:
+            log.warning("agentmemory: could not mark %s for a scrub: %s", folder, also)
+
+
+def _scrub_pending(folder: Path) -> None:
+    """With the folder lock held, before Chroma loads ``folder/chroma``: finish a scrub a
+    purge asked for and could not do (:data:`SCRUB_PENDING_NAME`), then remove the mark. A scrub
+    that fails again leaves the mark and is logged; the folder still opens."""
+    mark = folder / SCRUB_PENDING_NAME
+    if not mark.exists():
+        return
+    try:
+        scrub_chroma_folder(folder / CHROMA_FOLDER)
+    except Exception as err:  # busy or I/O again: the next open retries
+        log.warning("agentmemory: the pending scrub of %s failed again: %s", folder, err)
+        return
+    mark.unlink(missing_ok=True)
 
 
 def join_index(
