@@ -54,11 +54,11 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 CHROMA_FOLDER = "chroma"
+"""The Chroma ``PersistentClient`` folder's name inside an embedded store's folder."""
 
 SCRUB_PENDING_NAME = "chroma.scrub-pending"
 """Beside ``chroma/``: a scrub a purge asked for failed (:func:`_scrub_closed`); the next
 :func:`open_folder` of any process scrubs the folder before Chroma loads it, then removes it."""
-"""The Chroma ``PersistentClient`` folder's name inside an embedded store's folder."""
 
 IndexKey = tuple[str, str, int, int]
 """(resolved journal folder, collection prefix, ``id(client)``, process id)."""
