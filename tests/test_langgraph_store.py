@@ -21,7 +21,7 @@ pytest.importorskip("langgraph", reason="the langgraph extra is not installed")
 from langgraph.store.base import InvalidNamespaceError, Item
 from langgraph.store.memory import InMemoryStore
 
-from agentmemory import Entry, MemStore
+from agentmemory import Entry, MemStore, Store
 from agentmemory.integrations.langgraph import AgentMemoryStore, MappingError
 from tests.harnesses import open_kind
 
@@ -71,9 +71,16 @@ def _live_namespaces(ref: InMemoryStore, kw: dict[str, Any]) -> list[tuple[str, 
     return found[offset : offset + limit]
 
 
-@pytest.fixture(params=["mem", "sqlite", "file", "chroma"])
+@pytest.fixture(
+    params=["mem", "sqlite", "file", "chroma", pytest.param("postgres", marks=pytest.mark.slow)]
+)
 def ours(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
-    st = open_kind(request.param, tmp_path)
+    if request.param == "postgres":
+        from agentmemory.stores.postgres import PostgresStore
+
+        st: Store = PostgresStore(request.getfixturevalue("pg_cluster").create_database())
+    else:
+        st = open_kind(request.param, tmp_path)
     with AgentMemoryStore(st, index={"fields": ["text"]}, close_store=True) as lg:
         yield lg
 
