@@ -226,6 +226,20 @@ class InForce:
             return False
         return self.since is None or self.since.existed(entry, self.day)
 
+    def why_not(self, entry: Entry) -> str | None:
+        """``None`` when ``entry`` is in force on :attr:`day`, else why not, as a person reads it:
+        ``"not written yet on DAY"`` (the journal first shows its current life after DAY),
+        ``"not valid yet on DAY"`` (its ``valid-from`` is later) or ``"out of date on DAY"``
+        (past its ``valid-until``, or retired by a ``supersedes``)."""
+        if self(entry):
+            return None
+        on = self.day.isoformat()
+        if self.since is not None and not self.since.existed(entry, self.day):
+            return f"not written yet on {on}"
+        if not _starts_by(entry, self.day):
+            return f"not valid yet on {on}"
+        return f"out of date on {on}"
+
     def split(self, entries: Sequence[Entry]) -> builtins.list[Entry]:
         """The entries of ``entries`` in force, in their order."""
         return [e for e in entries if self(e)]

@@ -856,7 +856,7 @@ def test_vectors_of_another_width_are_one_line_and_repair_uses_the_recorded_embe
     assert len(checked.stderr.strip().splitlines()) == 1 and "64 dimensions" in checked.stderr
     cured = run("verify", "--repair", "--path", str(folder))
     assert cured.exit_code == 0, cured.output
-    assert "index ok: 1 entries indexed (1 vectors) for 1 live entries" in cured.stdout
+    assert "index ok: 1 entry indexed (1 vector) for 1 live entry" in cured.stdout
     meaning = run("search", "tmux", "--mode", "vector", "--path", str(folder))
     assert meaning.exit_code == 0 and "user/b" in meaning.stdout, meaning.output
 

@@ -89,6 +89,7 @@ OURS_ON_IMPORT = {
     "agentmemory.tools.usage",
     "agentmemory.validity",
     "agentmemory.wire",
+    "agentmemory.wording",
     "embedders",
     "embedders.chroma_adapter",
     "embedders.errors",

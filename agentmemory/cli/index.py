@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ..wording import counted
 from .group import CliError, main
 from .opening import open_args, open_index, open_moving_damage, opening
 from .options import embedder_option, json_option, path_option, server_options
@@ -117,12 +118,13 @@ def verify_command(
                 text = text.replace("repair() or reindex()", "'agentmemory verify --repair'")
             click.echo(text)
             if rebuilt is not None:
-                click.echo(f"lexical index rebuilt: {rebuilt} entries")
+                click.echo(f"lexical index rebuilt: {counted(rebuilt, 'entry')}")
             for problem in lexical:
                 click.echo(f"lexical index damaged: {problem}; run 'agentmemory verify --repair'")
             if orphans:
                 click.echo(
-                    f"journal shorter than its index: the index holds vectors of {len(orphans)} entries "
+                    f"journal shorter than its index: the index holds vectors of "
+                    f"{counted(len(orphans), 'entry')} "
                     f"no journal record names ({', '.join(orphans[:5])}"
                     f"{', ...' if len(orphans) > 5 else ''}): the journal lost records (a truncated "
                     "file, a cut WAL); they are kept as evidence: restore the journal from a backup, "
@@ -233,13 +235,13 @@ def _verify_folder(
         elif found.missing:
             shown = ", ".join(found.missing[:5]) + (", ..." if len(found.missing) > 5 else "")
             click.echo(
-                f"vector index: {len(found.missing)} of {found.live} entries have no vector "
+                f"vector index: {len(found.missing)} of {counted(found.live, 'entry')} have no vector "
                 f"({shown}); run '{cure}'"
             )
         elif store.embedder is not None:
             click.echo(f"vector index ok: {found.live} entr{'y' if found.live == 1 else 'ies'}")
         if rebuilt is not None:
-            click.echo(f"vector index rebuilt: {rebuilt} entries")
+            click.echo(f"vector index rebuilt: {counted(rebuilt, 'entry')}")
         if found.reconciled:
             n = found.reconciled
             click.echo(f"journaled {n} file{'' if n == 1 else 's'} changed by hand")
@@ -283,9 +285,11 @@ def reindex_command(path: Path | None, embedder_name: str | None, as_json: bool)
             }
         )
     else:
-        click.echo(f"reindexed {done.indexed} entries with {done.embedder} in {seconds:.1f} s")
+        click.echo(
+            f"reindexed {counted(done.indexed, 'entry')} with {done.embedder} in {seconds:.1f} s"
+        )
         if rebuilt is not None:
-            click.echo(f"lexical index rebuilt: {rebuilt} entries")
+            click.echo(f"lexical index rebuilt: {counted(rebuilt, 'entry')}")
         for problem in lexical:
             click.echo(f"lexical index still damaged: {problem}")
     if lexical:

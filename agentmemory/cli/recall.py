@@ -194,6 +194,9 @@ def search_command(
     from recallers.hits import NEGLIGIBLE_BM25_NOTE
 
     shown: list[str] = []
+    # the note only when a score the hits are ordered by reads "<0.001" (a BM25-ranked list);
+    # a hybrid's BM25 leg shown that small does not decide its order, so it needs no note
+    ranked_by_negligible = False
     for rank, h in enumerate(hits, start=1):
         legs = []
         for leg in ("bm25", "vector"):
@@ -206,11 +209,13 @@ def search_command(
                 shown.append(shown_score(leg, s.score))
                 legs.append(f"{leg} #{s.rank} {shown[-1]}")
         shown.append(shown_score(h.method, h.score))
-        stale = "" if keep is None or keep(h.entry) else f"  out of date on {day.isoformat()}"
+        ranked_by_negligible = ranked_by_negligible or shown[-1] == "<0.001"
+        why_not = None if keep is None else keep.why_not(h.entry)
+        stale = "" if why_not is None else f"  {why_not}"
         click.echo(f"{rank:>2}. {h.entry.key}  score {shown[-1]}  ({', '.join(legs)}){stale}")
         body = h.entry.content.rstrip("\n") if full else one_line(h.entry.content, SHOW_CHARS)
         click.echo("    " + body.replace("\n", "\n    "))
-    if "<0.001" in shown:
+    if ranked_by_negligible:
         click.echo(f"note: {NEGLIGIBLE_BM25_NOTE}")
 
 

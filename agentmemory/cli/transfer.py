@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from ..jsonl import IMPORT_BATCH
+from ..wording import counted
 from .group import CliError, main
 from .opening import open_index, opened_journal
 from .options import (
@@ -121,7 +122,7 @@ def import_command(
         return
     scopes = ", ".join(f"{s} {n}" for s, n in report.scopes.items())
     click.echo(
-        f"imported {report.imported} entries{f' ({scopes})' if scopes else ''} in {seconds:.1f} s"
+        f"imported {counted(report.imported, 'entry')}{f' ({scopes})' if scopes else ''} in {seconds:.1f} s"
         + (f"; {report.unchanged} already stored unchanged" if report.unchanged else "")
     )
 
@@ -170,14 +171,16 @@ def export_command(
         folder = Path(scopes[0]).expanduser()
         with opened_journal(path) as store:
             written = export_markdown(store, folder, scopes=scopes[1:])
-        click.echo(f"exported {len(written)} entries to the Markdown folder {folder}", err=True)
+        click.echo(
+            f"exported {counted(len(written), 'entry')} to the Markdown folder {folder}", err=True
+        )
         return
     with opened_journal(path) as store:
         if output is None:
             export_entries(store, sys.stdout, scopes)
             return
         count = export_file(store, output, scopes)
-    click.echo(f"exported {count} entries to {output}", err=True)
+    click.echo(f"exported {counted(count, 'entry')} to {output}", err=True)
 
 
 def _import_markdown(
@@ -204,7 +207,7 @@ def _import_markdown(
             }
         )
         return
-    click.echo(f"imported {len(changes)} entries from the Markdown folder {folder}")
+    click.echo(f"imported {counted(len(changes), 'entry')} from the Markdown folder {folder}")
 
 
 @main.command("reconcile", short_help="Journal what a person changed in a Markdown folder.")

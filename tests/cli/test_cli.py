@@ -206,6 +206,11 @@ def test_search_shows_a_tiny_score_as_tiny_not_zero(store_dir: Path) -> None:
     assert out[-1].startswith("note: BM25 <0.001: every matching word is in about half the entries")
     raw = json.loads(cli(store_dir, "search", "london", "--mode", "bm25", "--json").stdout)
     assert 0 < raw["hits"][0]["score"] < 1e-5
+    # a hybrid search shows the BM25 leg as small too, but the fused score orders the hits and
+    # is a plain figure: no note to explain what did not decide the order
+    hybrid = cli(store_dir, "search", "london").stdout.splitlines()
+    assert "bm25 #1 <0.001" in hybrid[1] and " score <0.001 " not in hybrid[1], hybrid[1]
+    assert not any(line.startswith("note:") for line in hybrid), hybrid
     with ChromaStore.open(store_dir, embedder=HashingEmbedder()) as store:
         store.put(Entry(scope="user", name="shell", content="zsh with vi keys"))
     out = cli(store_dir, "search", "london", "--mode", "bm25").stdout.splitlines()
@@ -486,7 +491,7 @@ def test_import_into_a_store_another_process_holds(tmp_path: Path, store_dir: Pa
         # the import lands in the journal (journal-only beside the holder) and says so
         r = cli(store_dir, "import", str(src))
         assert r.exit_code == 0, r.stderr
-        assert "imported 1 entries" in r.stdout
+        assert "imported 1 entry" in r.stdout
         note = r.stderr.strip().splitlines()
         assert len(note) == 1 and note[0].startswith("agentmemory: note: "), r.stderr
         assert f"pid {holder.pid}" in note[0] and "holding it" in note[0]

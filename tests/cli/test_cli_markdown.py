@@ -174,7 +174,7 @@ def test_importing_the_same_markdown_folder_twice_journals_nothing_new(tmp_path:
     edited = tmp_path / "folder" / "project" / "build.md"
     edited.write_text(edited.read_text().replace("make check", "make test"))
     third = ok("import", str(tmp_path / "folder"), "--path", str(dst), *HASHING)
-    assert "imported 1 entries" in third.stdout
+    assert "imported 1 entry" in third.stdout
     assert ok("get", "project/build", "--path", str(dst)).stdout.rstrip().endswith("make test")
 
 

@@ -294,6 +294,31 @@ def test_search_as_of_and_include_superseded(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_search_says_why_each_hit_is_not_in_force_on_the_day_judged(tmp_path: Path) -> None:
+    """An entry written today was not out of date yesterday: it did not exist yet. One that
+    begins later is not valid yet; only an expired or retired one is out of date."""
+    store = tmp_path / "store"
+    fill_plans(store)
+
+    def why(as_of: str) -> dict[str, str]:
+        r = script(store, "search", "release", "--include-superseded", "--as-of", as_of)
+        assert r.returncode == 0, r.stderr
+        ranked = [line for line in r.stdout.splitlines() if line[:3].strip().rstrip(".").isdigit()]
+        return {line.split()[1]: line.partition(")")[2].strip() for line in ranked}
+
+    yesterday = days(-1)
+    assert why(yesterday) == {
+        k: f"not written yet on {yesterday}"
+        for k in ("project/plan", "project/plan-2", "project/freeze")
+    }
+    assert why(days(5)) == {
+        "project/plan": "",
+        "project/plan-2": f"not valid yet on {days(5)}",
+        "project/freeze": f"out of date on {days(5)}",
+    }
+
+
+@pytest.mark.slow
 def test_search_as_of_refuses_a_day_that_is_not_an_iso_date(tmp_path: Path) -> None:
     r = script(tmp_path / "none", "search", "release", "--as-of", "2026-13-01")
     assert r.returncode == 2

@@ -131,7 +131,7 @@ def test_export_reads_the_postgres_journal_given_by_dsn(pg_dsn: str, tmp_path: P
     folder = tmp_path / "folder"
     md = run("export", "--format", "markdown", str(folder), "user", env={"AGENTMEMORY_DSN": pg_dsn})
     assert md.returncode == 0, md.stderr
-    assert "exported 1 entries" in md.stderr
+    assert "exported 1 entry" in md.stderr
     assert (folder / "user" / "editor.md").read_text().endswith("---\nPrefers dark mode.")
 
 

@@ -35,6 +35,7 @@ import numpy.typing as npt
 
 from agentmemory.entries import Entry, content_hash
 from agentmemory.errors import IndexOutOfStepError
+from agentmemory.wording import counted
 from embedders import Embedder, text_windows
 
 from .index import ChromaIndex, IndexRow
@@ -177,8 +178,8 @@ class IndexReport:
 
     def __str__(self) -> str:
         counts = (
-            f"{self.indexed} entries indexed ({self.vectors} vectors) for {self.live} live "
-            f"entries; {self._searched()}"
+            f"{counted(self.indexed, 'entry')} indexed ({counted(self.vectors, 'vector')}) "
+            f"for {counted(self.live, 'live entry', 'live entries')}; {self._searched()}"
         )
         if self.ok:
             return f"index ok: {counts}"
