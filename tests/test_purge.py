@@ -315,8 +315,13 @@ def test_cli_purge_prints_the_receipt(tmp_path: Path) -> None:
     assert done.exit_code == 0, done.output
     assert "journal records redacted: 2 4 6 8 11" in done.output
     assert "user/address: erased" in done.output
+    assert f"rebuilt ({1 + len(VERSIONS)} entries)" in done.output  # tea and the meeting notes
     with SqliteStore(path / "journal.sqlite3") as st:
         assert list(st.journal())[-1].entry.content == "GDPR request 17"
+    # the journal's last line reads as the purge it is, the reason beside it
+    last = runner.invoke(main, ["journal", "--path", str(path)]).output.splitlines()[-1]
+    assert last.split()[3:5] == ["purge", "user/address"], last
+    assert last.endswith("reason 'GDPR request 17'") and "forget" not in last, last
     # This process wrote the secret; the purge zeroed the HNSW files' unused capacity, where
     # hnswlib writes uninitialised heap bytes (docs/storage.md#purge-and-the-files).
     assert scan(tmp_path) == []

@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from ..kinds import KindRegistry
+from ..wording import counted
 from .group import CliError, main
 from .opening import open_args, open_index, opened_journal, opening
 from .options import (
@@ -293,5 +294,4 @@ def forget_session_command(
         return
     for change in changes:
         click.echo(f"forgot {change.entry.key} (journal seq {change.seq})")
-    noun = "entry" if len(changes) == 1 else "entries"
-    click.echo(f"session {session}: forgot {len(changes)} {noun} in {', '.join(scopes)}")
+    click.echo(f"session {session}: forgot {counted(len(changes), 'entry')} in {', '.join(scopes)}")

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ..entries import SOURCE_PURGED
+
 if TYPE_CHECKING:
     from ..entries import Change, Entry
 
@@ -69,10 +71,13 @@ def echo_json(value: object) -> None:
 
 
 def change_line(change: Change) -> str:
-    """A journal record as one line: seq, time (UTC), create/replace/forget, the key, the short
+    """A journal record as one line: seq, time (UTC), create/replace/forget/purge, the key, the short
     hash, and what else it holds (built on, session, source, message, tool, reason)."""
     e = change.entry
-    what = "forget" if e.deleted else ("create" if not change.replaced else "replace")
+    purge = change.source == SOURCE_PURGED  # the record a purge appends (content: the reason)
+    what = (
+        "purge" if purge else "forget" if e.deleted else "replace" if change.replaced else "create"
+    )
     parts = [
         f"{change.seq:>6}",
         change.at.strftime("%Y-%m-%d %H:%M:%S") if change.at else "-",
@@ -84,7 +89,7 @@ def change_line(change: Change) -> str:
         parts.append(f"(built on {short_hash(change.prev)})")
     if change.session:
         parts.append(f"session {change.session}")
-    if change.source:
+    if change.source and not purge:
         parts.append(change.source)
     for label, value in (("message", change.message), ("tool", change.tool)):
         if value:

@@ -15,6 +15,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
+from ...wording import counted
 from .clients import scrub_on_close
 from .files import chroma_copies, scrub_chroma_folder
 from .index import ChromaIndex
@@ -31,7 +32,9 @@ def scrub_index(
     Returns what was done, one line each, for a purge receipt."""
     with lock:
         kept = index.rebuild(scope)
-        out = [f"Chroma collection {index.collection_name(scope)} rebuilt ({kept} entries)"]
+        out = [
+            f"Chroma collection {index.collection_name(scope)} rebuilt ({counted(kept, 'entry')})"
+        ]
         if folder is None:
             out.append("Chroma server: its files are not reachable from this process")
             return out

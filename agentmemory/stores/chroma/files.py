@@ -17,6 +17,8 @@ import struct
 from contextlib import suppress
 from pathlib import Path
 
+from agentmemory.wording import counted
+
 __all__ = [
     "chroma_copies",
     "glob_escape",
@@ -132,7 +134,9 @@ def scrub_chroma_folder(folder: Path) -> list[str]:
         shutil.rmtree(p, ignore_errors=True)
     out = [f"{folder.name}/chroma.sqlite3: vacuumed, WAL truncated"]
     if orphans:
-        out.append(f"{folder.name}/: {len(orphans)} segment folders of dropped collections removed")
+        out.append(
+            f"{folder.name}/: {counted(len(orphans), 'segment folder')} of dropped collections removed"
+        )
     zeroed = zero_hnsw_slack(folder)
     if zeroed:
         out.append(f"{folder.name}/: {zeroed} bytes of unused HNSW capacity zeroed")

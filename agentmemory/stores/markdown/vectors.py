@@ -40,6 +40,7 @@ from agentmemory.stores.chroma.clients import (
 from agentmemory.stores.chroma.files import scrub_chroma_folder
 from agentmemory.stores.chroma.index import DEFAULT_COLLECTION_PREFIX, ChromaIndex, IndexRow
 from agentmemory.stores.chroma.sync import embed_entries
+from agentmemory.wording import counted
 from embedders import WHOLE_TEXT, Embedder, same_vectors, window_layout
 
 from .atomic_write import write_atomic
@@ -79,7 +80,9 @@ def _purge_index(index: ChromaIndex, folder: Path, scope: str, name: str) -> bui
         index.delete(scope, [name])
     kept = index.rebuild(scope)
     scrub_on_close(folder)
-    out = [f".vectors: Chroma collection {index.collection_name(scope)} rebuilt ({kept} vectors)"]
+    out = [
+        f".vectors: Chroma collection {index.collection_name(scope)} rebuilt ({counted(kept, 'vector')})"
+    ]
     return out + [f".vectors/{line}" for line in scrub_chroma_folder(folder / CHROMA_FOLDER)]
 
 
