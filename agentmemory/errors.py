@@ -639,16 +639,22 @@ class DataNotFoundError(AgentMemoryError, FileNotFoundError):
         dataset: which set (``"locomo"``, ``"scifact"``).
         looked: the paths tried, in order.
         url: where the public file can be fetched.
+
+    ``why``, when given, replaces the usual cure (``--data`` or ``--download``) in the message.
     """
 
-    def __init__(self, dataset: str, looked: list[str], url: str) -> None:
+    def __init__(
+        self, dataset: str, looked: list[str], url: str, *, why: str | None = None
+    ) -> None:
         self.dataset = dataset
         self.looked = looked
         self.url = url
+        cure = why or (
+            f"give its folder with --data, or fetch the public file ({url}) with --download "
+            "(into the cache, or into the folder --data names)"
+        )
         super().__init__(
-            f"agentmemory: no {dataset} data found (looked in {', '.join(looked)}); "
-            f"give its folder with --data, or fetch the public file ({url}) into the cache "
-            "with --download"
+            f"agentmemory: no {dataset} data found (looked in {', '.join(looked)}); {cure}"
         )
 
 

@@ -21,7 +21,9 @@ from .output import to_stderr
     help="The data file or folder (default: shared/data next to the repository, then the cache).",
 )
 @click.option(
-    "--download", is_flag=True, help="Fetch the public data into the cache when it is not found."
+    "--download",
+    is_flag=True,
+    help="Fetch the public data when it is not found: into the --data folder, else the cache.",
 )
 @click.option(
     "--limit",
@@ -41,8 +43,8 @@ from .output import to_stderr
     "embedder_name",
     default=None,
     metavar="NAME",
-    help="The embedder by registry name (default: the evaluation's, the packaged "
-    "all-MiniLM-L6-v2).",
+    help="The embedder by registry name (default: the one a new store and the demo take, the "
+    "packaged all-MiniLM-L6-v2 through onnxruntime: onnx:all-MiniLM-L6-v2).",
 )
 @click.option("--rebuild", is_flag=True, help="Build the cached evaluation stores again.")
 @click.option(
@@ -120,7 +122,8 @@ def eval_command(
 @click.option(
     "--download",
     is_flag=True,
-    help="Fetch the public locomo10.json (checked by its SHA-256) when no data is found.",
+    help="Fetch the public locomo10.json (checked by its SHA-256) when no data is found: into "
+    "the --data folder, else the cache.",
 )
 @click.option(
     "--conversation",

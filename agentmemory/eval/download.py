@@ -287,24 +287,41 @@ def locate_data(
     *,
     download: bool = False,
     announce: Callable[[str], object] | None = None,
+    url: str | None = None,
 ) -> Path:
     """The data of ``dataset`` to read: :func:`find_data`; when it finds nothing and ``download``
-    is set with no ``data`` named, :func:`fetch_dataset` into the cache (``announce``, when given,
-    is called first with one line saying so). What ``agentmemory eval`` and ``agentmemory demo``
-    read, ``--data`` and ``--download`` being ``data`` and ``download``.
+    is set, :func:`fetch_dataset` from ``url`` (default the public file) into the folder ``data``
+    names, or into the cache when ``data`` is ``None`` (``announce``, when given, is called first
+    with one line saying what is fetched, from where, into where). What ``agentmemory eval`` and
+    ``agentmemory demo`` read, ``--data`` and ``--download`` being ``data`` and ``download``.
+    A download only adds the set's own files (``<folder>/locomo/locomo10.json``,
+    ``<folder>/scifact/``); nothing already in the folder is replaced.
 
     Raises :class:`~agentmemory.errors.DataNotFoundError` when nothing is found and nothing may be
-    fetched (a ``data`` that holds nothing is never replaced by a download), what
-    :func:`fetch_dataset` raises, and ``ValueError`` for an unknown ``dataset``.
+    fetched: ``download`` not set, or ``data`` naming a file (a download goes into a folder; the
+    message says so), what :func:`fetch_dataset` raises, and ``ValueError`` for an unknown
+    ``dataset``.
     """
     try:
         return find_data(dataset, data)
-    except DataNotFoundError:
-        if not download or data is not None:
+    except DataNotFoundError as exc:
+        if not download:
             raise
+        looked = exc.looked
+    root = None if data is None else Path(data).expanduser()
+    if root is not None and (root.is_file() or (not root.exists() and root.suffix)):
+        raise DataNotFoundError(
+            dataset,
+            looked,
+            url or _URLS[dataset],
+            why=f"--download fetches into a folder, and --data {root} names a file; give the "
+            f"folder to fetch into (the data lands in <folder>/{dataset}/)",
+        )
+    source = url or _URLS[dataset]
     if announce is not None:
-        announce(f"agentmemory: fetching the public {dataset} data into the cache")
-    return fetch_dataset(dataset)
+        into = "the cache" if root is None else str(root)
+        announce(f"agentmemory: fetching the public {dataset} data ({source}) into {into}")
+    return fetch_dataset(dataset, root=root, url=url)
 
 
 def _extract_beir(url: str, archive: Path, out: Path) -> None:

@@ -398,22 +398,21 @@ def _nan_back(table: Mapping[str, Mapping[str, float | None]]) -> dict[str, dict
 
 def _resolve_embedder(spec: str | Embedder | None, max_seq_length: int | None) -> Embedder:
     """The embedder for ``spec``: an :class:`embedders.Embedder` as given, a registry name built
-    (with ``max_seq_length`` for a model family), ``None`` ``embedders.DEFAULT_EMBEDDER``.
-
-    ``None`` is the packaged model through sentence-transformers on purpose, not
-    :func:`agentmemory.opening.choose_embedder`'s onnxruntime-first choice: a cached store's
-    key digests the embedder's fingerprint, which names the runtime (``sentence-transformers:...``
-    and ``onnx:...`` differ although ``embedders.same_vectors`` holds for them), and the two
-    runtimes' vectors agree to cosine > 0.999, not bit for bit. Following the store rule would give
-    every existing cached store a new key (each rebuilt, the data set embedded again) and let the
-    reported figures move in their last digits with whether onnxruntime runs on the machine. Name
-    ``onnx:all-MiniLM-L6-v2`` to evaluate that runtime.
+    (with ``max_seq_length`` for a model family), ``None`` the default every new store takes
+    (:func:`agentmemory.opening.choose_embedder`: the packaged all-MiniLM-L6-v2 through
+    onnxruntime, else through sentence-transformers), so ``agentmemory eval`` and
+    ``agentmemory demo`` name and use one embedder. A cached store's key digests the embedder's
+    fingerprint, which names the runtime: stores cached under the other runtime's name are not
+    reused (name ``sentence-transformers:all-MiniLM-L6-v2`` to evaluate that runtime; the two
+    agree to cosine > 0.999, docs/recall.md).
 
     Raises what ``embedders.get`` raises for a name it cannot build."""
     import embedders
 
     if spec is None:
-        spec = embedders.DEFAULT_EMBEDDER
+        from ..opening import choose_embedder
+
+        spec = choose_embedder().name
     if not isinstance(spec, str):
         return spec
     family = spec.split(":", 1)[0]
@@ -689,7 +688,7 @@ def evaluate_locomo(
             cross-encoder folder's path: :func:`reranker_for`); ignored when ``methods`` is a
             mapping.
         embedder: a registry name or an :class:`embedders.Embedder`; default the packaged
-            all-MiniLM-L6-v2.
+            all-MiniLM-L6-v2 through onnxruntime (:func:`_resolve_embedder`).
         turn_format: what text of a turn an entry holds (default :class:`TurnFormat`).
         max_entry_bytes: the stores' entry bound in bytes (turns are under 500 bytes).
         store_cache: folder of cached stores (default ``cache_dir()/stores``).

@@ -866,6 +866,10 @@ def test_demo_walks_through_memory_search(tmp_path: Path) -> None:
 
 def test_demo_errors(tmp_path: Path) -> None:
     one_error_line(run(["demo", "--data", str(tmp_path / "nowhere")]), "locomo", "--download")
+    # --download fetches into a folder: a --data naming a file says so, fetching nothing
+    named = tmp_path / "locomo.json"
+    one_error_line(run(["demo", "--data", str(named), "--download"]), "names a file", str(named))
+    assert not named.exists()
     data = locomo_file()
     line = one_error_line(
         run(["demo", "--data", str(data), "--conversation", "conv-999", "--embedder", "hashing"]),

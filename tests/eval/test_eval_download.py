@@ -192,7 +192,33 @@ def test_locate_data_finds_or_fetches_only_when_allowed(tmp_path: Path) -> None:
     )
     with pytest.raises(DataNotFoundError, match="--download"):
         locate_data("scifact", folder)
-    # a --data that holds nothing is never replaced by a download, even with --download
-    with pytest.raises(DataNotFoundError):
-        locate_data("scifact", folder, download=True, announce=said.append)
     assert said == [] and _leftovers(folder) == ["locomo", "locomo10.json"]
+
+
+def test_download_with_data_fetches_into_that_folder_or_says_why_not(
+    server: tuple[str, type[_Handler]], tmp_path: Path
+) -> None:
+    """``--download --data DIR`` with nothing found fetches into DIR, beside what DIR holds; a
+    ``--data`` naming a file is refused with the reason, and nothing is fetched."""
+    url, handler = server
+    folder = tmp_path / "empty"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("mine")
+    said: list[str] = []
+    got = locate_data(
+        "locomo", folder, download=True, announce=said.append, url=f"{url}/locomo10.json"
+    )
+    assert got == folder / "locomo" / "locomo10.json" and got.read_bytes() == BODY
+    assert said == [
+        f"agentmemory: fetching the public locomo data ({url}/locomo10.json) into {folder}"
+    ]
+    assert (folder / "notes.txt").read_text() == "mine"
+    assert locate_data("locomo", folder) == got  # found there from now on
+    new = tmp_path / "new"  # a folder not made yet is made
+    assert locate_data("locomo", new, download=True, url=f"{url}/locomo10.json").is_file()
+    hits = list(handler.hits)
+    for named in (tmp_path / "nothing.json", folder / "notes.txt"):
+        with pytest.raises(DataNotFoundError, match="names a file") as err:
+            locate_data("scifact", named, download=True, url=f"{url}/scifact.zip")
+        assert str(named) in str(err.value) and "fetches into a folder" in str(err.value)
+    assert handler.hits == hits and not (tmp_path / "nothing.json").exists()

@@ -231,7 +231,8 @@ def test_locomo_slice_with_the_real_model(data_dir: Path, tmp_path: Path) -> Non
         store_cache=tmp_path,
         progress=False,
     )
-    assert result.embedder.startswith("sentence-transformers:all-MiniLM-L6-v2")
+    # the default a new store and the demo take: one embedder name across eval and demo
+    assert result.embedder.startswith("onnx:all-MiniLM-L6-v2")
     # The first question asks when Jon lost his job as a banker; the model finds that turn.
     assert "d1-2" in result.queries[0].rankings["vector"][:5]
     assert result.summary["vector"]["recall@10"] > 0.2
