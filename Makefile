@@ -11,6 +11,7 @@ STAMP := $(VENV)/.installed
 .PHONY: install test test-fast lint demo clean
 
 $(STAMP): pyproject.toml
+	@echo "make: installing torch (CPU build) and agentmemory with its dev tools into $(VENV); about 70 s the first time, quiet while pip works"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet "$(TORCH_SPEC)"

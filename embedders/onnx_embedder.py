@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import re
+import sys
 import tempfile
 import threading
 import warnings
@@ -194,8 +195,9 @@ class OnnxEmbedder:
     folder, so the two runtimes share a ``window_layout``.
 
     The first ``embed`` exports the model if the cache has no export for these weights (imports
-    torch once, seconds); otherwise it imports only onnxruntime and tokenizers. Safe to call from
-    several threads (the session runs concurrently; tokenization takes a lock).
+    torch once, about 10 to 25 s here, announced by one line on stderr); otherwise it imports
+    only onnxruntime and tokenizers. Safe to call from several threads (the session runs
+    concurrently; tokenization takes a lock).
 
     Raises ``ValueError`` when ``model`` is not a local folder, or its pipeline is not mean
     pooling over a transformer, or an option is not positive.
@@ -303,6 +305,14 @@ class OnnxEmbedder:
             if self._session is None:
                 path = self.onnx_path
                 if not path.is_file():
+                    # the one wait of a first run (about 10 to 25 s): say what and why, once,
+                    # on stderr (stdout may be a program's: --json, an MCP server's protocol)
+                    sys.stderr.write(
+                        f"agentmemory: exporting {self._model_name} to ONNX for onnxruntime, "
+                        f"once per model (about 10-25 s; later starts load {path} without "
+                        "torch)\n"
+                    )
+                    sys.stderr.flush()
                     export_onnx(self._folder, path)
                 import onnxruntime
                 from tokenizers import Tokenizer

@@ -107,3 +107,19 @@ def test_import_stays_light(package: str) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
     ).stdout.strip()
     assert out == "", f"import {package} loaded {out}"
+
+
+def test_make_install_says_what_it_does_before_pip_runs(tmp_path: Path) -> None:
+    """``make``'s first install is about 70 s of quiet pip: its first line says what and how
+    long, before anything runs (here the venv step fails on purpose, so nothing is installed)."""
+    venv = tmp_path / "venv"
+    r = subprocess.run(
+        ["make", "-C", str(ROOT), "install", f"VENV={venv}", "PYTHON=false"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode != 0 and not venv.exists()
+    lines = [x for x in r.stdout.splitlines() if "Entering directory" not in x]
+    assert lines[0].startswith("make: installing torch (CPU build) and agentmemory"), r.stdout
+    assert "about 70 s" in lines[0]

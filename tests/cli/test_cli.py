@@ -926,3 +926,34 @@ def test_a_dsn_without_a_chroma_server_says_which_option_to_give(store_dir: Path
     result = run(["search", "vim", "--dsn", dsn, "--path", str(store_dir)], env=_NO_SERVERS)
     one_error_line(result, "--chroma-url HOST:PORT", "$AGENTMEMORY_CHROMA_URL", "--mode bm25")
     assert not store_dir.exists()
+
+
+@pytest.mark.slow
+def test_the_first_onnx_export_says_what_and_why_once(tmp_path: Path) -> None:
+    """A first run with an empty cache exports the packaged model (seconds of silence
+    otherwise): one line on stderr says so, stdout stays the command's (--json parses); the next
+    run loads the cached export and says nothing."""
+    env = {**os.environ, "AGENTMEMORY_CACHE_DIR": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"}
+    script = Path(sys.executable).with_name("agentmemory")
+    store = str(tmp_path / "store")
+
+    def agentmemory(*args: str) -> subprocess.CompletedProcess[str]:
+        r = subprocess.run(
+            [str(script), *args, "--path", store],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            stdin=subprocess.DEVNULL,
+        )
+        assert r.returncode == 0, r.stderr
+        return r
+
+    first = agentmemory("save", "user/pet", "My dog Rex is a golden retriever.", "--json")
+    said = [line for line in first.stderr.splitlines() if "ONNX" in line]
+    assert len(said) == 1 and said[0].startswith("agentmemory: exporting all-MiniLM-L6-v2 to ONNX")
+    assert "once per model" in said[0], said
+    assert json.loads(first.stdout)["entry"]["name"] == "pet"
+    again = agentmemory("search", "which puppy do I own", "--json")
+    assert "ONNX" not in again.stderr, again.stderr
+    assert json.loads(again.stdout)["hits"][0]["name"] == "pet"
