@@ -271,10 +271,17 @@ class _Listing(Protocol):
     def scopes(self) -> builtins.list[str]: ...
 
 
-def export_entries(store: _Listing, out: IO[str], scopes: Sequence[str] = ()) -> int:
+def export_entries(
+    store: _Listing,
+    out: IO[str],
+    scopes: Sequence[str] = (),
+    *,
+    progress: Callable[[int], object] | None = None,
+) -> int:
     """Write the live entries of ``scopes`` (default: every scope holding one, sorted) to ``out``,
     one line each (``"\\n"``-terminated), by scope then name, in the Go module's compact JSON
-    (:func:`agentmemory.wire.encode_entry`); returns how many were written.
+    (:func:`agentmemory.wire.encode_entry`); returns how many were written. ``progress``, when
+    given, is called after each scope with the number of entries it wrote.
 
     The output is a file :func:`read_entries` takes back exactly (every member but ``hash`` and
     ``updated`` is read). A scope given twice is written once. Errors from the store propagate
@@ -282,23 +289,32 @@ def export_entries(store: _Listing, out: IO[str], scopes: Sequence[str] = ()) ->
     """
     written = 0
     for scope in list(dict.fromkeys(scopes)) or store.scopes():
-        for entry in store.list(scope):
+        listed = store.list(scope)
+        for entry in listed:
             out.write(encode_entry(entry) + "\n")
-            written += 1
+        written += len(listed)
+        if progress is not None:
+            progress(len(listed))
     return written
 
 
-def export_file(store: _Listing, path: str | os.PathLike[str], scopes: Sequence[str] = ()) -> int:
-    """:func:`export_entries` into the file ``path`` (``~`` expanded), written whole or not at
-    all: the file is replaced atomically (:func:`agentmemory.stores.markdown.atomic_write.write_atomic`) once
-    every line is made, so a failed export leaves an existing file as it was. Returns how many
-    entries were written.
+def export_file(
+    store: _Listing,
+    path: str | os.PathLike[str],
+    scopes: Sequence[str] = (),
+    *,
+    progress: Callable[[int], object] | None = None,
+) -> int:
+    """:func:`export_entries` into the file ``path`` (``~`` expanded; ``progress`` as there),
+    written whole or not at all: the file is replaced atomically
+    (:func:`agentmemory.stores.markdown.atomic_write.write_atomic`) once every line is made, so a
+    failed export leaves an existing file as it was. Returns how many entries were written.
 
     Raises what :func:`export_entries` raises, and ``OSError`` when the file cannot be written.
     """
     from .stores.markdown.atomic_write import write_atomic
 
     text = io.StringIO(newline="")
-    count = export_entries(store, text, scopes)
+    count = export_entries(store, text, scopes, progress=progress)
     write_atomic(Path(path).expanduser().absolute(), text.getvalue().encode("utf-8"))
     return count

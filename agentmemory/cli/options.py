@@ -183,6 +183,33 @@ def server_options(f: F) -> F:
     )(f)
 
 
+def progress_options(f: F) -> F:
+    """``--progress/--no-progress`` (``progress``: ``None`` when neither is given, meaning a bar
+    only when stderr is a terminal) and ``--quiet``/``-q`` (``quiet``: no bar, as
+    ``--no-progress``). The bar goes to stderr, so stdout (``--json``, an export) stays clean."""
+    f = click.option(
+        "--quiet",
+        "-q",
+        "quiet",
+        is_flag=True,
+        help="No progress bar (as --no-progress).",
+    )(f)
+    return click.option(
+        "--progress/--no-progress",
+        default=None,
+        help="Show a progress bar on stderr (default: when stderr is a terminal).",
+    )(f)
+
+
+def bar_disabled(progress: bool | None, quiet: bool) -> bool | None:
+    """tqdm's ``disable`` for :func:`progress_options`' values: ``True`` (no bar) with
+    ``--quiet`` or ``--no-progress``, ``False`` with ``--progress``, else ``None`` (tqdm shows it
+    only when its stream is a terminal)."""
+    if quiet:
+        return True
+    return None if progress is None else not progress
+
+
 def session_option(f: F) -> F:
     """``--session ID`` (``session_id``): the session id stamped on the journal records."""
     return click.option(

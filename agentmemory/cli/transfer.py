@@ -15,11 +15,13 @@ from ..wording import counted
 from .group import CliError, main
 from .opening import open_index, opened_journal
 from .options import (
+    bar_disabled,
     embedder_option,
     folder_option,
     hosted_options,
     json_option,
     path_option,
+    progress_options,
     server_options,
     session_option,
 )
@@ -41,11 +43,7 @@ from .output import change_line, echo_json, index_behind, note
     show_default=True,
     help="Entries per journal transaction (and per progress step).",
 )
-@click.option(
-    "--progress/--no-progress",
-    default=None,
-    help="Show a progress bar on stderr (default: when stderr is a terminal).",
-)
+@progress_options
 @session_option
 @path_option
 @embedder_option
@@ -56,6 +54,7 @@ def import_command(
     default_scope: str | None,
     batch: int,
     progress: bool | None,
+    quiet: bool,
     session_id: str | None,
     path: Path | None,
     embedder_name: str | None,
@@ -97,7 +96,7 @@ def import_command(
             total=len(lines),
             desc="import",
             unit="entry",
-            disable=(not progress) if progress is not None else None,
+            disable=bar_disabled(progress, quiet),
             file=sys.stderr,
         ) as bar,
     ):
@@ -145,10 +144,16 @@ def import_command(
     help="jsonl: JSON Lines. markdown: a new Markdown folder, the first argument (export "
     "--format markdown DIR [SCOPES]...).",
 )
+@progress_options
 @hosted_options
 @folder_option
 def export_command(
-    scopes: tuple[str, ...], output: Path | None, out_format: str, path: Path | None
+    scopes: tuple[str, ...],
+    output: Path | None,
+    out_format: str,
+    progress: bool | None,
+    quiet: bool,
+    path: Path | None,
 ) -> None:
     """Write the live entries of SCOPES (default: every scope) as JSON Lines, one entry per line
     by scope then name, in the form `agentmemory import` takes back exactly; or, with --format
@@ -175,11 +180,21 @@ def export_command(
             f"exported {counted(len(written), 'entry')} to the Markdown folder {folder}", err=True
         )
         return
-    with opened_journal(path) as store:
+    from tqdm import tqdm
+
+    with (
+        opened_journal(path) as store,
+        tqdm(
+            desc="export",
+            unit="entry",
+            disable=bar_disabled(progress, quiet),
+            file=sys.stderr,
+        ) as bar,
+    ):
         if output is None:
-            export_entries(store, sys.stdout, scopes)
+            export_entries(store, sys.stdout, scopes, progress=bar.update)
             return
-        count = export_file(store, output, scopes)
+        count = export_file(store, output, scopes, progress=bar.update)
     click.echo(f"exported {counted(count, 'entry')} to {output}", err=True)
 
 
