@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -50,6 +51,7 @@ from .stores.markdown.lock_file import DEFAULT_LOCK_TIMEOUT_S
 from .stores.markdown.store import FileStore
 from .stores.space import out_of_space
 from .stores.sqlite.store import SqliteStore
+from .wording import counted
 
 if TYPE_CHECKING:
     from embedders import Embedder
@@ -618,14 +620,18 @@ class FolderServer:
 
 
 def start_folder_server(
-    path: str | os.PathLike[str] | None = None, *, port: int | None = None
+    path: str | os.PathLike[str] | None = None,
+    *,
+    port: int | None = None,
+    announce: Callable[[str], object] | None = None,
 ) -> FolderServer:
     """Start the Chroma server of the store folder ``path`` (``None``: :func:`default_store_path`)
     unless one runs (:func:`agentmemory.stores.chroma.server.start_server` on 127.0.0.1, ``port`` or a
     free one, detached; docs/storage.md#the-folders-chroma-server). A server this call started
     is given the folder's journal at once (the store is opened on it and closed, which indexes
     every live entry there), so readers, which replay nothing, find every entry by meaning from
-    the first search.
+    the first search. ``announce``, when given, is called first with one line saying how many
+    live entries are embedded for the new server (what the caller waits for), when there are any.
 
     A record whose process is gone is reported (:class:`~agentmemory.errors.ServerRecordWarning`) and
     replaced; opening the store may warn :class:`~agentmemory.errors.IndexOutOfStepWarning`.
@@ -645,6 +651,14 @@ def start_folder_server(
         return FolderServer(before, started=False)
     record = start_server(folder, port=port)
     if (folder / JOURNAL_FILE).is_file():
+        if announce is not None:
+            with SqliteStore(folder / JOURNAL_FILE) as journal:
+                live = journal.live_count()
+            if live:
+                announce(
+                    f"agentmemory: indexing {counted(live, 'live entry', 'live entries')} of "
+                    f"{folder} on the new server (each embedded once)"
+                )
         with open_store(folder, create=False, format="sqlite"):
             pass
     return FolderServer(record, started=True)

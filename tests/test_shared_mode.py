@@ -180,6 +180,10 @@ def test_server_start_status_stop_and_every_opener_uses_it(server_store: Path) -
     started = agentmemory("server", "start", "--json", path=store)
     assert started.returncode == 0, started.stderr
     info = json.loads(started.stdout)
+    # the wait for the new server's index is counted on stderr; stdout stays the JSON record
+    assert started.stderr.splitlines() == [
+        f"agentmemory: indexing 1 live entry of {store} on the new server (each embedded once)"
+    ], started.stderr
     record = read_record(store)
     assert record is not None
     assert info["pid"] == record.pid and info["port"] == record.port
@@ -188,6 +192,7 @@ def test_server_start_status_stop_and_every_opener_uses_it(server_store: Path) -
     assert record.chromadb == chromadb.__version__ and record.host == "127.0.0.1"
     again = agentmemory("server", "start", path=store)
     assert "already running" in again.stdout and str(record.pid) in again.stdout
+    assert "indexing" not in again.stderr  # nothing to wait for
     status = agentmemory("server", "status", path=store)
     assert status.returncode == 0 and f"pid {record.pid}" in status.stdout
 

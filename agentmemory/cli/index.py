@@ -13,7 +13,7 @@ import click
 
 from ..wording import counted
 from .group import CliError, main
-from .opening import open_args, open_index, open_moving_damage, opening
+from .opening import open_args, open_index, open_moving_damage, opened_journal, opening
 from .options import embedder_option, json_option, path_option, server_options
 from .output import echo_json
 
@@ -269,6 +269,21 @@ def reindex_command(path: Path | None, embedder_name: str | None, as_json: bool)
     lexical index too when it is damaged."""
     from agentmemory.verify import check_reindexed
 
+    with opened_journal(path) as journal:  # the wait ahead, counted before it starts
+        counter = getattr(journal, "live_count", None)
+        live = (
+            counter() if callable(counter) else sum(len(journal.list(s)) for s in journal.scopes())
+        )
+        # a folder's journal file names its folder; a Markdown folder is its path; else its DSN
+        where = getattr(journal, "path", None) or getattr(journal, "where", "the store")
+        if isinstance(where, Path) and where.is_file():
+            where = where.parent
+    if live:
+        click.echo(
+            f"agentmemory: reindexing {counted(live, 'live entry', 'live entries')} of {where} "
+            "(each embedded again)",
+            err=True,
+        )
     started = time.perf_counter()
     with open_moving_damage(path, embedder_name, reindex=True) as store:
         done = check_reindexed(store)

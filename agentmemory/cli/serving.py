@@ -22,7 +22,7 @@ from .options import (
     policy_option,
     server_options,
 )
-from .output import echo_json
+from .output import echo_json, to_stderr
 
 
 @main.command("mcp", short_help="Serve the memory tools over MCP on stdio.")
@@ -130,7 +130,7 @@ def server_start_command(port: int | None, path: Path | None, as_json: bool) -> 
 
     folder = store_folder(path)
     with opening():
-        done = start_folder_server(folder, port=port)
+        done = start_folder_server(folder, port=port, announce=to_stderr)
     record = done.record
     if as_json:
         echo_json(_record_json(record, True))

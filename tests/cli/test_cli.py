@@ -344,6 +344,10 @@ def test_embedder_default_is_the_stores_own_and_reindex_switches(store_dir: Path
     r = run(["reindex", "--path", str(store_dir), "--embedder", "hashing:64"])
     assert r.exit_code == 0, r.stderr
     assert r.stdout.startswith("reindexed 3 entries with hashing:64 in ")
+    # the wait is counted before it starts, on stderr (stdout is the result alone)
+    assert f"agentmemory: reindexing 3 live entries of {store_dir} (each embedded again)" in (
+        r.stderr
+    ), r.stderr
     after = run(["verify", "--path", str(store_dir), "--json"])
     assert json.loads(after.stdout)["ok"] is True
     one_error_line(run(["search", "cat", "--path", str(store_dir), "--embedder", "hashing"]))

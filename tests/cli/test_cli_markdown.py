@@ -141,7 +141,9 @@ def test_reindex_rebuilds_a_markdown_folders_vectors(tmp_path: Path) -> None:
     )
     assert (found["hits"][0]["scope"], found["hits"][0]["name"]) == ("user", "editor")
     # Without --embedder the folder keeps its own embedder (not the default model).
-    done = json.loads(ok("reindex", "--json", "--path", str(folder)).stdout)
+    again = ok("reindex", "--json", "--path", str(folder))
+    assert "reindexing 2 live entries of " in again.stderr, again.stderr
+    done = json.loads(again.stdout)
     assert (done["indexed"], done["embedder"]) == (2, "hashing:32")
     assert indexed_with(folder) == "hashing:32"
 
