@@ -195,7 +195,7 @@ class OnnxEmbedder:
     folder, so the two runtimes share a ``window_layout``.
 
     The first ``embed`` exports the model if the cache has no export for these weights (imports
-    torch once, about 10 to 25 s here, announced by one line on stderr); otherwise it imports
+    torch once, 5 to 25 s here, announced by one line on stderr); otherwise it imports
     only onnxruntime and tokenizers. Safe to call from several threads (the session runs
     concurrently; tokenization takes a lock).
 
@@ -309,7 +309,7 @@ class OnnxEmbedder:
                     # on stderr (stdout may be a program's: --json, an MCP server's protocol)
                     sys.stderr.write(
                         f"agentmemory: exporting {self._model_name} to ONNX for onnxruntime, "
-                        f"once per model (about 10-25 s; later starts load {path} without "
+                        f"once per model (about 5-25 s; later starts load {path} without "
                         "torch)\n"
                     )
                     sys.stderr.flush()

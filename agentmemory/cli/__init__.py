@@ -43,7 +43,7 @@ reconcile), :mod:`~agentmemory.cli.serving` (mcp, server) and :mod:`~agentmemory
 from __future__ import annotations
 
 # each command module registers its commands on `main` when imported
-from . import entries, evaluation, history, index, recall, serving, transfer  # noqa: F401
+from . import entries, evaluation, history, index, inspector, recall, serving, transfer  # noqa: F401
 from .group import CliError, main
 from .options import FORMAT_ENV, PATH_ENV
 
