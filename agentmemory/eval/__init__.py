@@ -46,6 +46,7 @@ from .locomo import (
     file_sha256,
     load_locomo,
     normalise_evidence,
+    session_of,
     turn_entries,
 )
 from .metrics import (
@@ -53,6 +54,8 @@ from .metrics import (
     hit_at_k,
     mean,
     ndcg_at_k,
+    recall_all_at_k,
+    recall_any_at_k,
     recall_at_k,
     reciprocal_rank,
     score_ranking,
@@ -115,11 +118,14 @@ __all__ = [
     "mean",
     "ndcg_at_k",
     "normalise_evidence",
+    "recall_all_at_k",
+    "recall_any_at_k",
     "recall_at_k",
     "reciprocal_rank",
     "repo_data_dir",
     "reranker_for",
     "results_path",
     "score_ranking",
+    "session_of",
     "turn_entries",
 ]

@@ -46,6 +46,7 @@ __all__ = [
     "file_sha256",
     "load_locomo",
     "normalise_evidence",
+    "session_of",
     "turn_entries",
 ]
 
@@ -84,6 +85,12 @@ def dia_id_name(dia_id: str) -> str:
     if not valid_name(name):
         raise DataFormatError(f"dialog id {dia_id!r} gives no kebab-case entry name ({name!r})")
     return name
+
+
+def session_of(name: str) -> str:
+    """The session of a turn's entry name: ``"d3-12"`` -> ``"d3"`` (the part before the first
+    hyphen, :func:`dia_id_name`'s ``D<session>:<turn>``); a name without a hyphen is its own."""
+    return name.split("-", 1)[0]
 
 
 def normalise_evidence(raw: str) -> tuple[list[str], bool]:

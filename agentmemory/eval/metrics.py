@@ -15,13 +15,15 @@ it for BEIR (Thakur et al., NeurIPS 2021 Datasets and Benchmarks).
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 
 __all__ = [
     "dcg_at_k",
     "hit_at_k",
     "mean",
     "ndcg_at_k",
+    "recall_all_at_k",
+    "recall_any_at_k",
     "recall_at_k",
     "reciprocal_rank",
     "score_ranking",
@@ -62,6 +64,36 @@ def recall_at_k(ranking: Sequence[str], relevant: Collection[str], k: int) -> fl
     wanted = set(relevant)
     found = sum(1 for doc in _first_occurrences(ranking, k) if doc in wanted)
     return found / len(wanted)
+
+
+def recall_all_at_k(ranking: Sequence[str], relevant: Collection[str], k: int) -> float:
+    """1.0 when every ``relevant`` id is among the first ``k`` of ``ranking``, else 0.0.
+
+    LongMemEval's ``recall_all@k`` (Wu et al., ICLR 2025, Table 9): a question whose evidence is
+    two turns scores 1 only when both are retrieved. Raises ``ValueError`` when ``relevant`` is
+    empty or ``k < 1``.
+    """
+    _check(relevant, k)
+    return 1.0 if set(relevant) <= set(_first_occurrences(ranking, k)) else 0.0
+
+
+def recall_any_at_k(
+    ranking: Sequence[str],
+    relevant: Collection[str],
+    k: int,
+    *,
+    unit: Callable[[str], str] = str,
+) -> float:
+    """1.0 when at least one ``relevant`` item is among the first ``k`` of ``ranking``, compared
+    through ``unit`` (default: the ids themselves, which is :func:`hit_at_k`).
+
+    LongMemEval's ``recall_any@k`` (Table 9). With ``unit`` mapping a turn to its session, it is
+    the session-level recall papers report for LoCoMo-style data: the top ``k`` turns' sessions
+    hold a session of the evidence. Raises ``ValueError`` when ``relevant`` is empty or ``k < 1``.
+    """
+    _check(relevant, k)
+    wanted = {unit(r) for r in relevant}
+    return 1.0 if any(unit(d) in wanted for d in _first_occurrences(ranking, k)) else 0.0
 
 
 def hit_at_k(ranking: Sequence[str], relevant: Collection[str], k: int) -> float:

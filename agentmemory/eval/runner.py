@@ -260,6 +260,14 @@ class EvalResult:
                 f"(<method>@{shown}: store.recall(limit={shown}), scored on those hits; 5 is what "
                 "memory_search returns by default)"
             )
+        comparable = self.comparable_table()
+        if comparable:
+            lines += [
+                "",
+                "as other work reports it (session_any: any evidence session among the top k "
+                "turns' sessions; recall_all: every evidence turn in the top k; docs/recall.md):",
+                comparable,
+            ]
         if self.groups:
             lines += ["", "by category:", self.group_table()]
         t = self.timings
@@ -285,6 +293,43 @@ class EvalResult:
         return [
             mean(recall_at_k(q.rankings[method], q.relevant, k) for q in self.queries) for k in ks
         ]
+
+    def comparable(self, ks: Sequence[int] = (5, 10)) -> dict[str, dict[str, float]]:
+        """For LoCoMo, per method, the figures published work reports
+        (docs/recall.md#figures-other-work-reports): ``session_any@k`` (a session of the evidence among the top ``k``
+        turns' sessions), ``recall_all@k`` (every evidence turn in the top ``k``) and this
+        library's turn-level ``recall@k`` beside them, means over the questions, from the
+        stored rankings; ``{}`` for another data set."""
+        if self.dataset != "locomo" or not self.queries:
+            return {}
+        from .locomo import session_of
+        from .metrics import recall_all_at_k, recall_any_at_k, recall_at_k
+
+        out: dict[str, dict[str, float]] = {}
+        for m in self.methods:
+            row: dict[str, float] = {}
+            for k in ks:
+                row[f"recall@{k}"] = mean(
+                    recall_at_k(q.rankings[m], q.relevant, k) for q in self.queries
+                )
+                row[f"session_any@{k}"] = mean(
+                    recall_any_at_k(q.rankings[m], q.relevant, k, unit=session_of)
+                    for q in self.queries
+                )
+                row[f"recall_all@{k}"] = mean(
+                    recall_all_at_k(q.rankings[m], q.relevant, k) for q in self.queries
+                )
+            out[m] = row
+        return out
+
+    def comparable_table(self) -> str:
+        """:meth:`comparable` as a table; ``""`` when it is empty."""
+        figures = self.comparable()
+        if not figures:
+            return ""
+        cols = list(next(iter(figures.values())))
+        rows = [[m, *(_fmt(v[c]) for c in cols)] for m, v in figures.items()]
+        return _grid(["method", *cols], rows)
 
     def compare(self, a: str, b: str, metric: str) -> list[tuple[QueryRun, float]]:
         """Queries where methods ``a`` and ``b`` differ on ``metric``, with ``a - b``, largest
@@ -312,6 +357,7 @@ class EvalResult:
             "group_sizes": self.group_sizes,
             "timings": self.timings,
             "stores": self.stores,
+            "comparable": self.comparable(),
         }
         if queries:
             out["queries"] = [q.to_dict() for q in self.queries]

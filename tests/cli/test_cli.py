@@ -775,6 +775,26 @@ def test_eval_locomo_slice(tmp_path: Path) -> None:
     saved = json.loads(out.read_text())
     assert set(saved["summary"]) == set(rows)
     assert len({q["scope"] for q in saved["queries"]}) == 1
+    # the figures other work reports, beside ours: session-level recall_any and recall_all
+    assert "as other work reports it" in r.stdout and "session_any@5" in r.stdout
+    comparable = saved["comparable"]["hybrid"]
+    assert set(comparable) == {
+        f"{m}@{k}" for m in ("recall", "session_any", "recall_all") for k in (5, 10)
+    }
+    queries = saved["queries"]
+
+    def by_hand(q: dict[str, object], k: int) -> tuple[float, float]:
+        top = list(q["rankings"]["hybrid"])[:k]  # type: ignore[index]
+        relevant = set(q["relevant"])  # type: ignore[arg-type]
+        sessions = {e.split("-")[0] for e in relevant}
+        return float(any(t.split("-")[0] in sessions for t in top)), float(relevant <= set(top))
+
+    for k in (5, 10):
+        any_k = sum(by_hand(q, k)[0] for q in queries) / len(queries)
+        all_k = sum(by_hand(q, k)[1] for q in queries) / len(queries)
+        assert comparable[f"session_any@{k}"] == pytest.approx(any_k)
+        assert comparable[f"recall_all@{k}"] == pytest.approx(all_k)
+    assert comparable["recall_all@5"] <= comparable["recall@5"] <= comparable["session_any@5"]
 
 
 def test_eval_without_data_says_where_to_get_it(tmp_path: Path) -> None:

@@ -11,9 +11,12 @@ from agentmemory.eval import (
     hit_at_k,
     mean,
     ndcg_at_k,
+    recall_all_at_k,
+    recall_any_at_k,
     recall_at_k,
     reciprocal_rank,
     score_ranking,
+    session_of,
 )
 
 # One query: relevant ids b, d and x (x is never retrieved); ranking a b c d e.
@@ -122,3 +125,23 @@ def test_no_relevant_ids_or_bad_k_is_an_error(call: object) -> None:
 def test_mean_of_nothing_is_nan() -> None:
     assert math.isnan(mean([]))
     assert mean([0.25, 0.75]) == 0.5
+
+
+def test_recall_all_needs_every_relevant_id_in_the_top_k() -> None:
+    two = {"b", "d"}
+    assert [recall_all_at_k(RANKING, two, k) for k in (1, 2, 3, 4, 5)] == [0, 0, 0, 1, 1]
+    assert recall_all_at_k(RANKING, RELEVANT, 50) == 0.0  # x is never found
+    with pytest.raises(ValueError):
+        recall_all_at_k(RANKING, set(), 5)
+
+
+def test_recall_any_by_session_counts_a_turn_of_an_evidence_session() -> None:
+    """Evidence d2-7 and d5-1; the top 2 turns are d1-3 and d2-9: d2-9 is another turn of an
+    evidence session, so session-level recall_any@2 is 1 while the turn-level one is 0."""
+    ranking = ["d1-3", "d2-9", "d5-1"]
+    evidence = {"d2-7", "d5-1"}
+    assert [session_of(n) for n in ranking] == ["d1", "d2", "d5"]
+    assert recall_any_at_k(ranking, evidence, 1, unit=session_of) == 0.0
+    assert recall_any_at_k(ranking, evidence, 2, unit=session_of) == 1.0
+    assert recall_any_at_k(ranking, evidence, 2) == 0.0  # by turn: neither is evidence
+    assert recall_any_at_k(ranking, evidence, 3) == 1.0 == hit_at_k(ranking, evidence, 3)
