@@ -6,10 +6,13 @@ from pathlib import Path
 
 import click
 
-from .group import main
+from .group import CliError, main
 from .opening import embedder_named
 from .options import embedder_option, json_option
 from .output import to_stderr
+
+PLOT_DEPTH = 20
+"""How deep ``eval --plot`` ranks, so its Recall@k curve runs to k = 20."""
 
 
 @main.command("eval", short_help="Evaluate recall on LoCoMo or SciFact.")
@@ -57,6 +60,15 @@ from .output import to_stderr
     "(method hybrid+rerank; nothing is downloaded).",
 )
 @click.option(
+    "--plot",
+    "plot",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    metavar="FILE.png",
+    help="Also draw Recall@k (k = 1 to 20; the run ranks 20 deep) per method and Recall@10 per "
+    "category into this PNG (needs matplotlib).",
+)
+@click.option(
     "--progress/--no-progress",
     default=True,
     show_default=True,
@@ -72,6 +84,7 @@ def eval_command(
     embedder_name: str | None,
     rebuild: bool,
     rerank_folder: Path | None,
+    plot: Path | None,
     progress: bool,
     as_json: bool,
 ) -> None:
@@ -102,7 +115,16 @@ def eval_command(
         rebuild=rebuild,
         progress=progress,
         reranker=reranker,
+        **({"depth": PLOT_DEPTH} if plot is not None else {}),
     )
+    if plot is not None:
+        from ..eval.plot import plot_result
+
+        try:
+            drawn = plot_result(result, plot)
+        except ModuleNotFoundError as exc:
+            raise CliError(str(exc)) from None
+        click.echo(f"figure written to {drawn}", err=True)
     written = result.write_json(json_out if json_out is not None else results_path(dataset))
     if as_json:
         click.echo(result.to_json(queries=False))

@@ -797,6 +797,38 @@ def test_eval_locomo_slice(tmp_path: Path) -> None:
     assert comparable["recall_all@5"] <= comparable["recall@5"] <= comparable["session_any@5"]
 
 
+@pytest.mark.slow
+def test_eval_plot_draws_the_recall_curve_and_the_categories(tmp_path: Path) -> None:
+    """--plot writes a PNG (ranked 20 deep, so the curve runs to k = 20) and says where."""
+    figure = tmp_path / "figs" / "locomo.png"
+    r = run(
+        [
+            "eval",
+            "locomo",
+            "--data",
+            str(locomo_file()),
+            "--limit",
+            "1",
+            "--embedder",
+            "hashing",
+            "--no-progress",
+            "--json-out",
+            str(tmp_path / "r.json"),
+            "--plot",
+            str(figure),
+        ],
+        env={"AGENTMEMORY_CACHE_DIR": str(tmp_path / "cache")},
+    )
+    assert r.exit_code == 0, r.stderr
+    assert f"figure written to {figure}" in r.stderr
+    assert r.stdout.splitlines()[0].endswith("ranking depth 20")
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    from PIL import Image
+
+    with Image.open(figure) as image:
+        assert image.size == (1280, 420)  # two panels: the curve and the categories
+
+
 def test_eval_without_data_says_where_to_get_it(tmp_path: Path) -> None:
     r = run(["eval", "scifact", "--data", str(tmp_path / "nowhere")])
     one_error_line(r, "scifact", "--download", "https://")
