@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import secrets
 import sys
-import webbrowser
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
@@ -92,6 +91,8 @@ def ui_command(
         )
         sys.stdout.flush()
         if show:
+            import webbrowser  # only here: every command loads this module
+
             webbrowser.open(url)
 
     serve(create_app(source, token=token), sock, ready=ready)

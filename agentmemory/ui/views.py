@@ -128,7 +128,9 @@ def entry_view(journal: Any, scope: str, name: str) -> EntryView:
     """The page of ``scope/name`` from ``journal`` (one pass over the journal)."""
     key = f"{scope}/{name}"
     records = [c for c in journal.journal() if c.entry.key == key]
-    lost = {u.change.seq for u in lost_updates(journal) if u.change.entry.key == key}
+    # lost updates are judged per entry, so the entry's own records give the same answer as the
+    # whole journal, without reading it again
+    lost = {u.change.seq for u in lost_updates(_Records(records))}
     versions = []
     before = ""
     for c in records:
@@ -150,6 +152,16 @@ def entry_view(journal: Any, scope: str, name: str) -> EntryView:
     by = sorted(e.name for e in siblings if (e.meta or {}).get(META_SUPERSEDES) == name)
     purges = [c for c in records if c.source == SOURCE_PURGED]
     return EntryView(scope, name, live, versions, supersedes, by, purges)
+
+
+@dataclass(frozen=True)
+class _Records:
+    """Records already read, as the journal :func:`~agentmemory.lost_updates` reads."""
+
+    records: builtins.list[Change]
+
+    def journal(self, after: int = 0) -> builtins.list[Change]:
+        return [c for c in self.records if c.seq > after]
 
 
 @dataclass(frozen=True)
