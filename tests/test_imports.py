@@ -90,6 +90,7 @@ OURS_ON_IMPORT = {
     "agentmemory.validity",
     "agentmemory.wire",
     "agentmemory.wording",
+    "agentmemory.progress",
     "embedders",
     "embedders.chroma_adapter",
     "embedders.errors",

@@ -4,14 +4,18 @@ one line ending ``(see 'agentmemory <command> --help')`` (exit status 2)."""
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import IO, Any, TextIO
 
 import click
 
 from ..errors import AgentMemoryError
+from ..progress import PROGRESS_LOGGER
 
 
 class CliError(click.ClickException):
@@ -112,6 +116,37 @@ def _show_warning(
 _PYTHON_SHOWWARNING = warnings.showwarning
 
 
+class _ProgressLines(logging.Handler):
+    """Shows the library's progress lines (:data:`agentmemory.progress.PROGRESS_LOGGER`, INFO)
+    on the stderr of the moment (click's, so a test runner's capture sees them too)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Print the record's message as one line on stderr."""
+        click.echo(record.getMessage(), err=True)
+
+
+def _show_progress() -> None:
+    """Route the progress logger to stderr once per process (it does not reach the root
+    logger's handlers, so a line is never printed twice)."""
+    log = logging.getLogger(PROGRESS_LOGGER)
+    if not any(isinstance(h, _ProgressLines) for h in log.handlers):
+        log.addHandler(_ProgressLines(logging.INFO))
+    log.setLevel(logging.INFO)
+    log.propagate = False
+
+
+@contextmanager
+def progress_muted() -> Iterator[None]:
+    """No library progress lines inside (a command that has said what it waits for itself)."""
+    log = logging.getLogger(PROGRESS_LOGGER)
+    level = log.level
+    log.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        log.setLevel(level)
+
+
 @click.group(cls=_Group)
 @click.version_option(package_name="agentmemory")
 def main() -> None:
@@ -122,3 +157,4 @@ def main() -> None:
     Try `agentmemory demo` for a tour on real data.
     """
     warnings.showwarning = _show_warning
+    _show_progress()

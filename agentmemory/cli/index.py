@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ..wording import counted
-from .group import CliError, main
+from .group import CliError, main, progress_muted
 from .opening import open_args, open_index, open_moving_damage, opened_journal, opening
 from .options import embedder_option, json_option, path_option, server_options
 from .output import echo_json
@@ -285,7 +285,7 @@ def reindex_command(path: Path | None, embedder_name: str | None, as_json: bool)
             err=True,
         )
     started = time.perf_counter()
-    with open_moving_damage(path, embedder_name, reindex=True) as store:
+    with progress_muted(), open_moving_damage(path, embedder_name, reindex=True) as store:
         done = check_reindexed(store)
     seconds = time.perf_counter() - started
     lexical, rebuilt = list(done.lexical.problems), done.lexical.rebuilt

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from ..render import DEFAULT_MAX_TOTAL_BYTES
-from .group import main
+from .group import main, progress_muted
 from .opening import open_index, opening
 from .options import (
     bytes_option,
@@ -129,7 +129,7 @@ def server_start_command(port: int | None, path: Path | None, as_json: bool) -> 
     from agentmemory.opening import start_folder_server, store_folder
 
     folder = store_folder(path)
-    with opening():
+    with opening(), progress_muted():  # it counts the entries it indexes itself
         done = start_folder_server(folder, port=port, announce=to_stderr)
     record = done.record
     if as_json:

@@ -84,7 +84,14 @@ def import_command(
     from ..jsonl import import_entries, read_entries
 
     if source != "-" and Path(source).expanduser().is_dir():
-        _import_markdown(Path(source).expanduser(), path, embedder_name, session_id, as_json)
+        _import_markdown(
+            Path(source).expanduser(),
+            path,
+            embedder_name,
+            session_id,
+            as_json,
+            disable=bar_disabled(progress, quiet),
+        )
         return
     lines = read_entries(
         sys.stdin.buffer if source == "-" else Path(source).expanduser(), scope=default_scope
@@ -163,6 +170,8 @@ def export_command(
     Reads the journal only (no model, no index), so it runs beside a running `agentmemory mcp`;
     with --dsn, the PostgreSQL journal (--chroma-url is not needed).
     """
+    from tqdm import tqdm
+
     from ..jsonl import export_entries, export_file
 
     if out_format == "markdown":
@@ -174,14 +183,17 @@ def export_command(
                 "[SCOPES]... (not --output)"
             )
         folder = Path(scopes[0]).expanduser()
-        with opened_journal(path) as store:
-            written = export_markdown(store, folder, scopes=scopes[1:])
+        with (
+            opened_journal(path) as store,
+            tqdm(
+                desc="export", unit="entry", disable=bar_disabled(progress, quiet), file=sys.stderr
+            ) as bar,
+        ):
+            written = export_markdown(store, folder, scopes=scopes[1:], progress=bar.update)
         click.echo(
             f"exported {counted(len(written), 'entry')} to the Markdown folder {folder}", err=True
         )
         return
-    from tqdm import tqdm
-
     with (
         opened_journal(path) as store,
         tqdm(
@@ -204,13 +216,27 @@ def _import_markdown(
     embedder_name: str | None,
     session_id: str | None,
     as_json: bool,
+    *,
+    disable: bool | None,
 ) -> None:
-    """``agentmemory import DIR``: every entry file of the Markdown folder, all or nothing."""
+    """``agentmemory import DIR``: every entry file of the Markdown folder, all or nothing;
+    a bar on stderr unless ``disable`` (tqdm's: ``None`` shows it on a terminal only)."""
+    from tqdm import tqdm
+
     from agentmemory.stores.markdown.transfer import import_markdown
 
+    def size(n: int) -> None:
+        bar.total = n
+        bar.refresh()
+
     started = time.perf_counter()
-    with open_index(path, embedder_name, create=True) as store:
-        changes = import_markdown(folder, store, session=session_id or "import")
+    with (
+        open_index(path, embedder_name, create=True) as store,
+        tqdm(desc="import", unit="entry", disable=disable, file=sys.stderr) as bar,
+    ):
+        changes = import_markdown(
+            folder, store, session=session_id or "import", progress=bar.update, total=size
+        )
     seconds = time.perf_counter() - started
     if as_json:
         echo_json(

@@ -114,3 +114,98 @@ def test_import_and_export_show_a_bar_on_a_terminal_only(tmp_path: Path, source:
     assert code == 0 and err.splitlines() == [f"exported 600 entries to {tmp_path / 'x.jsonl'}"], (
         err
     )
+
+
+@pytest.mark.slow
+def test_markdown_export_and_import_show_a_bar_on_a_terminal_only(
+    tmp_path: Path, source: Path
+) -> None:
+    store = tmp_path / "store"
+    with ChromaStore.open(store, embedder=HashingEmbedder()):
+        pass
+    assert run("import", str(source), "--path", str(store), "-q", terminal=False)[0] == 0
+    folder = tmp_path / "md"
+    code, out, err = run(
+        "export", "--format", "markdown", str(folder), "--path", str(store), terminal=True
+    )
+    assert code == 0, err
+    assert (
+        "export: 600entry" in err and f"exported 600 entries to the Markdown folder {folder}" in err
+    ), err
+    assert len(list((folder / "notes").glob("n-*.md"))) == 600
+
+    back = tmp_path / "back"
+    with ChromaStore.open(back, embedder=HashingEmbedder()):
+        pass
+    code, out, err = run("import", str(folder), "--path", str(back), terminal=True)
+    assert code == 0, err
+    assert "import: 100%" in err and "600/600" in err, err
+    assert out.strip() == f"imported 600 entries from the Markdown folder {folder}", out
+    # again: nothing left to write, a bar of 0; off the terminal and with -q, no bar
+    code, out, err = run("import", str(folder), "--path", str(back), "--json", terminal=False)
+    assert code == 0 and err == "" and json.loads(out)["imported"] == 0, (out, err)
+    other = tmp_path / "md2"
+    code, out, err = run(
+        "export", "--format", "markdown", str(other), "--path", str(back), "-q", terminal=True
+    )
+    assert code == 0 and "export:" not in err and "%" not in err, err
+    assert len(list((other / "notes").glob("n-*.md"))) == 600
+
+
+def test_an_open_that_embeds_many_entries_says_so_once(tmp_path: Path) -> None:
+    """A folder whose journal holds entries its vector index lacks (written journal-only) is
+    indexed by the next open: one line on stderr counts them first; stdout stays the JSON."""
+    from agentmemory import Entry, SqliteStore
+
+    folder = tmp_path / "store"
+    folder.mkdir()
+    with SqliteStore(folder / "journal.sqlite3") as journal:
+        journal.put_many(
+            [Entry("notes", f"n-{i}", f"fact {i} about the garden") for i in range(250)]
+        )
+    args = ("search", "garden", "--path", str(folder), "--embedder", "hashing:64", "--json")
+    code, out, err = run(*args, terminal=False)
+    assert code == 0, err
+    assert err.splitlines() == [
+        f"agentmemory: store {folder}: indexing 250 entries (journal records its vector index lacks)"
+    ], err
+    assert json.loads(out)["hits"]
+    code, out, err = run(*args, terminal=False)  # indexed now: nothing to wait for
+    assert code == 0 and err == "", err
+
+    # a few entries are not worth a line
+    small = tmp_path / "small"
+    small.mkdir()
+    with SqliteStore(small / "journal.sqlite3") as journal:
+        journal.put_many([Entry("notes", f"n-{i}", f"fact {i}") for i in range(20)])
+    code, out, err = run(
+        "search", "fact", "--path", str(small), "--embedder", "hashing:64", terminal=False
+    )
+    assert code == 0 and err == "", err
+
+
+def test_a_markdown_folder_without_its_vectors_says_what_it_embeds(tmp_path: Path) -> None:
+    import shutil
+
+    from agentmemory import Entry, FileStore
+
+    folder = tmp_path / "md"
+    with FileStore(folder) as store:
+        store.put_many([Entry("notes", f"n-{i}", f"fact {i} about the garden") for i in range(220)])
+    shutil.rmtree(folder / ".vectors", ignore_errors=True)
+    code, out, err = run(
+        "search",
+        "garden",
+        "--path",
+        str(folder),
+        "--embedder",
+        "hashing:64",
+        "--json",
+        terminal=False,
+    )
+    assert code == 0, err
+    assert (
+        f"agentmemory: store {folder}: indexing 220 entries (journal records its .vectors index "
+        "lacks)"
+    ) in err.splitlines(), err
+    assert json.loads(out)["hits"]

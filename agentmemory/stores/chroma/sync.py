@@ -35,6 +35,7 @@ import numpy.typing as npt
 
 from agentmemory.entries import Entry, content_hash
 from agentmemory.errors import IndexOutOfStepError
+from agentmemory.progress import ANNOUNCE_FROM, announce_indexing
 from agentmemory.wording import counted
 from embedders import Embedder, text_windows
 
@@ -296,6 +297,14 @@ class IndexSync:
             And what the embedder or Chroma raise.
         """
         todo = builtins.list(dict.fromkeys(keys))
+        if check_index and len(todo) >= ANNOUNCE_FROM:
+            # a long catch-up (an index far behind its journal): count what will be embedded,
+            # say so before the wait (agentmemory.progress), then embed only those
+            live = self._journal.live_many(todo)
+            have = self.indexed(todo)
+            todo = [k for k in todo if have.get(k) != _state(live.get(k))]
+            embedded = sum(1 for k in todo if k in live)
+            announce_indexing(self._where, embedded, "journal records its vector index lacks")
         for start in range(0, len(todo), self._batch):
             part = todo[start : start + self._batch]
             if by_name:

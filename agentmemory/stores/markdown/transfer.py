@@ -13,7 +13,7 @@ cannot be stored. Content and meta survive the round trip byte for byte.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,17 @@ from agentmemory.store import Store
 from .journal_file import JOURNAL_NAME
 from .store import FileStore
 
-__all__ = ["export_markdown", "import_markdown", "is_markdown_folder", "live_entries"]
+__all__ = [
+    "TRANSFER_BATCH",
+    "export_markdown",
+    "import_markdown",
+    "is_markdown_folder",
+    "live_entries",
+]
+
+TRANSFER_BATCH = 200
+"""Entries written per ``put_many`` (one journal transaction each) by :func:`export_markdown` and
+:func:`import_markdown`, and per ``progress`` call."""
 
 
 def is_markdown_folder(path: str | Path) -> bool:
@@ -61,11 +71,17 @@ def live_entries(store: Any) -> Iterator[Entry]:
 
 
 def export_markdown(
-    store: Store, folder: str | Path, *, scopes: Sequence[str] = (), session: str = "export"
+    store: Store,
+    folder: str | Path,
+    *,
+    scopes: Sequence[str] = (),
+    session: str = "export",
+    progress: Callable[[int], object] | None = None,
 ) -> list[Change]:
     """Write ``store``'s live entries (of ``scopes``, every scope when empty) as a new Markdown
     folder at ``folder``; return the records of the folder's journal (one create per entry,
-    under ``session``).
+    under ``session``). ``progress``, when given, is called with the number of entries written
+    after each :data:`TRANSFER_BATCH` of them.
 
     The folder's entry bound is the larger of the store's and its largest entry, so every live
     entry fits.
@@ -88,20 +104,34 @@ def export_markdown(
         if not wanted or e.scope in wanted
     ]
     limit = max([store.max_entry_bytes, *(e.size for e in entries)])
+    written: list[Change] = []
     with FileStore(target, max_entry_bytes=limit) as out:
-        return out.put_many(entries, session=session)
+        for i in range(0, len(entries), TRANSFER_BATCH):
+            chunk = entries[i : i + TRANSFER_BATCH]
+            written.extend(out.put_many(chunk, session=session))
+            if progress is not None:
+                progress(len(chunk))
+    return written
 
 
 def import_markdown(
-    folder: str | Path, store: Store, *, session: str = "import"
+    folder: str | Path,
+    store: Store,
+    *,
+    session: str = "import",
+    progress: Callable[[int], object] | None = None,
+    total: Callable[[int], object] | None = None,
 ) -> builtins.list[Change]:
     """Put every entry file of the Markdown folder ``folder`` into ``store`` (by scope, then
     name), under ``session``; return the records written. The folder is only read.
 
     Every entry is checked against ``store``'s rules and bound first; nothing is written when
     one fails. Entries ``store`` already holds with the same content and meta are skipped (no
-    record), so importing the same folder again writes nothing. A store with ``put_many`` gets
-    one batch (one transaction for SqliteStore).
+    record), so importing the same folder again writes nothing, and an import stopped midway
+    (a full disk) is finished by running it again. A store with ``put_many`` gets batches of
+    :data:`TRANSFER_BATCH` (one transaction each for SqliteStore). ``total``, when given, is
+    called once with the number of entries to write, after the checks; ``progress`` with the
+    number written after each batch.
 
     Raises:
         AgentMemoryError: ``folder`` is not a folder, or holds an entry file ``store`` cannot
@@ -127,12 +157,19 @@ def import_markdown(
                 "again (nothing was imported)"
             ) from err
     entries = [e for e in entries if not _stored_unchanged(store, e)]
-    if not entries:
-        return []
+    if total is not None:
+        total(len(entries))
     put_many = getattr(store, "put_many", None)
-    if callable(put_many):
-        return list(put_many(entries, session=session))
-    return [store.put(e, session=session) for e in entries]
+    written: builtins.list[Change] = []
+    for i in range(0, len(entries), TRANSFER_BATCH):
+        chunk = entries[i : i + TRANSFER_BATCH]
+        if callable(put_many):
+            written.extend(put_many(chunk, session=session))
+        else:
+            written.extend(store.put(e, session=session) for e in chunk)
+        if progress is not None:
+            progress(len(chunk))
+    return written
 
 
 def _stored_unchanged(store: Store, entry: Entry) -> bool:

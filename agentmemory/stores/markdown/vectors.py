@@ -30,6 +30,7 @@ import numpy.typing as npt
 
 from agentmemory.entries import Change, Entry
 from agentmemory.errors import EmbedderMismatchError, IndexDamagedError, StoreFullError
+from agentmemory.progress import announce_indexing
 from agentmemory.rules import check_scope
 from agentmemory.stores.chroma.clients import (
     CHROMA_FOLDER,
@@ -250,6 +251,7 @@ class FolderVectors:
                 gone.setdefault(scope, []).append(name)
             else:
                 live.append(c.entry)
+        announce_indexing(str(self._root), len(live), "journal records its .vectors index lacks")
         for scope, names in gone.items():
             # only vectors it holds: a delete of an absent id would still write the id to
             # Chroma's write log, where a purged entry must leave no trace
