@@ -25,11 +25,10 @@ two cores (benchmarks/README.md); fewer are not worth a line."""
 _log = logging.getLogger(PROGRESS_LOGGER)
 
 
-def announce_indexing(where: str, count: int, why: str) -> bool:
+def announce_indexing(where: str, count: int, why: str) -> None:
     """Log ``agentmemory: store WHERE: indexing N entries (WHY)`` at INFO when ``count`` is
-    :data:`ANNOUNCE_FROM` or more; return whether it did. ``why`` says what the entries are
-    (e.g. ``"journal records the index has not applied"``)."""
-    if count < ANNOUNCE_FROM:
-        return False
-    _log.info("agentmemory: store %s: indexing %s (%s)", where, counted(count, "entry"), why)
-    return True
+    :data:`ANNOUNCE_FROM` or more. ``why`` says what the entries are (e.g. ``"journal records
+    its vector index lacks"``). A writer's own batches are not announced: it shows its own
+    progress (an import's bar)."""
+    if count >= ANNOUNCE_FROM:
+        _log.info("agentmemory: store %s: indexing %s (%s)", where, counted(count, "entry"), why)

@@ -209,3 +209,25 @@ def test_a_markdown_folder_without_its_vectors_says_what_it_embeds(tmp_path: Pat
         "lacks)"
     ) in err.splitlines(), err
     assert json.loads(out)["hits"]
+
+
+@pytest.mark.slow
+def test_an_import_shows_no_indexing_lines_of_its_own_batches(tmp_path: Path, source: Path) -> None:
+    """A writer's batches are not an open's catch-up: an import into a store folder or a
+    Markdown folder prints its result and nothing about indexing."""
+    from agentmemory import FileStore
+
+    store = tmp_path / "store"
+    with ChromaStore.open(store, embedder=HashingEmbedder()):
+        pass
+    made = tmp_path / "made"  # a Markdown folder made by the library
+    with FileStore(made, embedder=HashingEmbedder()):
+        pass
+    new = tmp_path / "new"  # a new Markdown folder, indexed from its first import
+    new.mkdir()
+    (new / "journal.jsonl").touch()
+    for target, given in ((store, ()), (made, ()), (new, ("--embedder", "hashing:64"))):
+        code, out, err = run("import", str(source), "--path", str(target), *given, terminal=False)
+        assert code == 0, err
+        assert err == "", (target, err)
+        assert out.startswith("imported 600 entries (notes 600)"), out

@@ -305,6 +305,7 @@ class IndexSync:
             todo = [k for k in todo if have.get(k) != _state(live.get(k))]
             embedded = sum(1 for k in todo if k in live)
             announce_indexing(self._where, embedded, "journal records its vector index lacks")
+            check_index = False  # checked just now: the chunks need not read the index again
         for start in range(0, len(todo), self._batch):
             part = todo[start : start + self._batch]
             if by_name:

@@ -209,8 +209,10 @@ class FolderVectors:
             self._index.drop(scope)
         self._off = 0
 
-    def catch_up(self) -> int:
-        """Apply the journal records after the cursor; return how many were read.
+    def catch_up(self, *, announce: bool = True) -> int:
+        """Apply the journal records after the cursor; return how many were read. With
+        ``announce``, many entries to embed are said first (:func:`agentmemory.progress.announce_indexing`);
+        a write's own catch-up passes ``False``: its caller shows its own progress.
 
         A journal that is not the one the cursor was made for (another first line, or shorter
         than the offset) is applied from its start, after every collection is dropped.
@@ -238,12 +240,12 @@ class FolderVectors:
                     read += 1
             if end == self._off and head == self._head:
                 return 0
-            self._apply(last)
+            self._apply(last, announce=announce)
             self._off, self._head = end, head
             self._save_cursor()
             return read
 
-    def _apply(self, last: dict[tuple[str, str], Change]) -> None:
+    def _apply(self, last: dict[tuple[str, str], Change], *, announce: bool) -> None:
         gone: dict[str, builtins.list[str]] = {}
         live: builtins.list[Entry] = []
         for (scope, name), c in sorted(last.items()):
@@ -251,7 +253,10 @@ class FolderVectors:
                 gone.setdefault(scope, []).append(name)
             else:
                 live.append(c.entry)
-        announce_indexing(str(self._root), len(live), "journal records its .vectors index lacks")
+        if announce:
+            announce_indexing(
+                str(self._root), len(live), "journal records its .vectors index lacks"
+            )
         for scope, names in gone.items():
             # only vectors it holds: a delete of an absent id would still write the id to
             # Chroma's write log, where a purged entry must leave no trace

@@ -201,6 +201,6 @@ class FolderWrites(IndexFile, FolderLexicon):
         if self._vectors is None or not changes:
             return
         try:
-            self._vectors.catch_up()
+            self._vectors.catch_up(announce=False)  # the writer shows its own progress
         except Exception as err:
             raise IndexWriteError(str(self._root), changes, err) from err
