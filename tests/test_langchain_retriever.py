@@ -9,9 +9,10 @@ import pytest
 
 pytest.importorskip("langchain_core", reason="the langchain extra is not installed")
 
+from harnesses import open_kind
+
 from agentmemory import EmptyQueryError, Entry, InvalidEntryError
 from agentmemory.integrations.langchain import AgentMemoryRetriever
-from tests.harnesses import open_kind
 
 ENTRIES = {
     "editor": "Prefers dark mode in Vim.",

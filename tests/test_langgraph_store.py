@@ -18,12 +18,12 @@ import pytest
 
 pytest.importorskip("langgraph", reason="the langgraph extra is not installed")
 
+from harnesses import open_kind
 from langgraph.store.base import InvalidNamespaceError, Item
 from langgraph.store.memory import InMemoryStore
 
 from agentmemory import Entry, MemStore, Store
 from agentmemory.integrations.langgraph import AgentMemoryStore, MappingError
-from tests.harnesses import open_kind
 
 NAMESPACES = [
     ("memories",),
