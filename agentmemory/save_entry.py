@@ -18,6 +18,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .duplicates import (
+    DEFAULT_DUPLICATE_POLICY,
+    DUPLICATE_FLOOR,
+    NearDuplicate,
+    NearDuplicateError,
+    check_duplicate_floor,
+    check_duplicate_policy,
+    cure_words,
+    near_duplicates,
+)
 from .entries import Change, Entry
 from .errors import IndexWriteError, InvalidEntryError, NotFoundError
 from .rules import DEFAULT_MAX_ENTRY_BYTES
@@ -58,11 +68,14 @@ class Saved:
             write; ``None`` without ``supersedes``.
         index_error: the write is journaled but its vector update failed (the index catches up
             at the next write or open of the store, or on a repair); ``None`` when it did not.
+        duplicates: the near-duplicates of the new content found before the write (policy
+            ``"report"``), nearest first; ``()`` when none or the policy is ``"off"``.
     """
 
     change: Change
     retired: Entry | None = None
     index_error: IndexWriteError | None = None
+    duplicates: tuple[NearDuplicate, ...] = ()
 
 
 def save_entry(
@@ -78,6 +91,8 @@ def save_entry(
     session: str | None = None,
     embedder: Embedder | str | None = None,
     max_entry_bytes: int = DEFAULT_MAX_ENTRY_BYTES,
+    duplicates: str = DEFAULT_DUPLICATE_POLICY,
+    duplicate_floor: float = DUPLICATE_FLOOR,
     **open_options: Any,
 ) -> Saved:
     """Create or replace the entry ``scope/name`` of the store at ``path`` with ``content``: what
@@ -97,7 +112,12 @@ def save_entry(
        does (docs/contract.md#based_on).
     4. With ``supersedes``, the entry it retires must be live
        (:func:`agentmemory.validity.superseded_entry`).
-    5. The put (``if_hash``, ``session``). A vector update that fails after the journal commit is
+    5. Unless ``duplicates`` is ``"off"``, the near-duplicates of the new content among the live
+       entries of every scope of the store, but the entry itself and the one it supersedes
+       (:func:`agentmemory.duplicates.near_duplicates` from ``duplicate_floor``;
+       docs/contract.md#near-duplicates-at-save-time): ``"report"`` returns them in
+       :attr:`Saved.duplicates`, ``"refuse"`` refuses the save when there are any.
+    6. The put (``if_hash``, ``session``). A vector update that fails after the journal commit is
        a success: :attr:`Saved.index_error`. A store whose vector index cannot be opened (held
        by another process, damaged, read-only) opens its journal alone (:func:`agentmemory.open_store`)
        and the write lands there, its :attr:`Change.note` saying why and what to do
@@ -113,6 +133,9 @@ def save_entry(
             ``supersedes`` names no live entry (step 4); nothing is written.
         EntryTooLargeError: ``content`` over ``max_entry_bytes``; nothing is written.
         ConflictError: ``if_hash`` does not hold; nothing is written.
+        NearDuplicateError: ``duplicates="refuse"`` and near-duplicates were found (step 5);
+            nothing is written.
+        ToolConfigError: ``duplicates`` is not a policy or ``duplicate_floor`` not in (0, 1].
         NoStoreError: ``path`` holds no store and ``supersedes`` was given (or ``path`` is a
             file).
 
@@ -128,6 +151,8 @@ def save_entry(
         superseded_entry,
     )
 
+    policy = check_duplicate_policy(duplicates, where="save_entry")
+    floor = check_duplicate_floor(duplicate_floor, where="save_entry")
     added: dict[str, str] = {}
     if kind is not None:
         known = KindRegistry().kinds()
@@ -156,11 +181,31 @@ def save_entry(
             scope=scope, name=name, content=content, meta=meta_for_save(stored, meta, added)
         )
         based_on = stored.hash if keeps and stored is not None else None
+        near: tuple[NearDuplicate, ...] = ()
+        if policy != "off":
+            every = store.scopes() if callable(getattr(store, "scopes", None)) else [scope]
+            near = tuple(
+                near_duplicates(
+                    store,
+                    entry,
+                    [*dict.fromkeys([scope, *every])],
+                    floor=floor,
+                    exclude=() if supersedes is None else (supersedes,),
+                )
+            )
+            if near and policy == "refuse":
+                cure = cure_words(
+                    near,
+                    scope,
+                    patch="'agentmemory save {key}'",
+                    supersedes="--supersedes {name}",
+                )
+                raise NearDuplicateError(entry.key, near, cure)
         try:
             change = store.put(entry, if_hash=if_hash, based_on=based_on, session=session)
         except IndexWriteError as exc:
-            return Saved(exc.changes[0], retired, index_error=exc)
-        return Saved(change, retired)
+            return Saved(exc.changes[0], retired, index_error=exc, duplicates=near)
+        return Saved(change, retired, duplicates=near)
 
     with open_store(
         path,

@@ -521,6 +521,58 @@ def case_purge(h: Harness) -> None:
         assert not st.verify_erased("user", "keep").erased  # type: ignore[attr-defined]
 
 
+def _has_vector_leg(st: Store) -> bool:
+    from .errors import RecallModeError
+
+    try:
+        st.recall("probe", scopes=["user"], limit=1, mode="vector")
+    except RecallModeError:
+        return False
+    return True
+
+
+def case_near_duplicates(h: Harness) -> None:
+    """The near-duplicate check of ``memory_save`` (docs/contract.md#near-duplicates-at-save-time):
+    on a store with a vector leg, a copy of a live entry under another name is named
+    (``report``) or refused with nothing written (``refuse``); the entry itself, the one a save
+    supersedes, superseded entries and unrelated content are never named; a copy of an entry of
+    a read-only scope is named too; ``off`` names nothing. On a store without one, every save
+    lands and names nothing. Only exact copies count as near here, so the case holds with any
+    embedder (a copy's cosine is 1)."""
+    from .tools import tools
+
+    fact = "Prefers dark mode in Vim."
+    with h.store() as st:
+        st.put(Entry("user", "editor", fact))
+        st.put(Entry("team", "style", "Tabs, not spaces, in Go code."))
+        vectors = _has_vector_leg(st)
+
+        def save(policy: str, **args: str) -> tuple[bool, tuple[str, ...], str]:
+            kit = {t.name: t for t in tools(st, ["user"], read_scopes=["team"], duplicates=policy)}
+            got = kit["memory_save"](args)
+            return got.is_error, tuple(d.key for d in got.duplicates), got.text
+
+        before = len(_journal(st))
+        refused, named, text = save("refuse", name="dark", content=fact)
+        if vectors:
+            assert refused and "user/editor" in text and "memory_patch" in text, text
+            assert len(_journal(st)) == before, "a refused save reached the journal"
+            _raises(NotFoundError, lambda: st.get("user", "dark"))
+        else:
+            assert not refused and named == (), text
+            st.forget("user", "dark")
+        assert save("refuse", name="editor", content=fact)[:2] == (False, ())  # itself
+        got = save("refuse", name="editor-v2", content=fact, supersedes="editor")
+        assert got[:2] == (False, ()), got  # the entry it supersedes
+        assert save("report", name="deploys", content="Staging deploys are on Tuesdays.")[1] == ()
+        refused, named, text = save("report", name="again", content=fact)
+        assert not refused
+        assert named == (("user/editor-v2",) if vectors else ()), text  # not the superseded one
+        named = save("report", name="tabs", content="Tabs, not spaces, in Go code.")[1]
+        assert named == (("team/style",) if vectors else ()), named
+        assert save("off", name="again-2", content=fact)[1] == ()
+
+
 CASES: tuple[Callable[[Harness], None], ...] = (
     case_validation,
     case_put_get_list,
@@ -535,9 +587,11 @@ CASES: tuple[Callable[[Harness], None], ...] = (
     case_out_of_date,
     case_provenance,
     case_purge,
+    case_near_duplicates,
 )
 """Every case: the reference's, in its order, then the out-of-date and provenance rules
-(docs/kinds.md#out-of-date-on-purpose-only, docs/kinds.md#provenance)."""
+(docs/kinds.md#out-of-date-on-purpose-only, docs/kinds.md#provenance), purge and the
+near-duplicate check (docs/contract.md#near-duplicates-at-save-time)."""
 
 
 def run(harness: Harness) -> None:

@@ -36,6 +36,7 @@ OURS_ON_IMPORT = {
     "agentmemory.stores.chroma.core",
     "agentmemory.stores.chroma.purge",
     "agentmemory.stores.chroma.upkeep",
+    "agentmemory.duplicates",
     "agentmemory.entries",
     "agentmemory.purge",
     "agentmemory.stores.markdown.entry_file",

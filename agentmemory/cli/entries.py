@@ -9,11 +9,13 @@ from pathlib import Path
 
 import click
 
+from ..duplicates import cure_words, duplicate_words
 from ..kinds import KindRegistry
 from ..wording import counted
 from .group import CliError, main
 from .opening import open_args, open_index, opened_journal, opening
 from .options import (
+    duplicates_options,
     embedder_option,
     json_option,
     parse_key,
@@ -60,6 +62,7 @@ from .output import index_behind, note, one_line, when
     metavar="HASH",
     help="Write only if the stored content hash is HASH ('' means: only if absent).",
 )
+@duplicates_options
 @session_option
 @path_option
 @embedder_option
@@ -74,6 +77,8 @@ def save_command(
     kind: str | None,
     supersedes: str | None,
     if_hash: str | None,
+    duplicates: str,
+    duplicate_floor: float,
     session_id: str | None,
     path: Path | None,
     embedder_name: str | None,
@@ -85,6 +90,8 @@ def save_command(
     CONTENT is the argument, or stdin when it is '-' or left out. The write is journaled and
     the entry's vector updated before the command returns. With --supersedes, the output says
     what the write retired (with --json, the member "retired": scope, name, size, hash).
+    When live entries say nearly the same (by meaning), it names up to 3 of them on stderr
+    (with --json, the member "duplicates"); --duplicates refuse refuses such a save instead.
     """
     from ..save_entry import save_entry
     from ..wire import encode_change, go_json
@@ -111,6 +118,8 @@ def save_command(
             supersedes=supersedes,
             if_hash=if_hash,
             session=session_id,
+            duplicates=duplicates,
+            duplicate_floor=duplicate_floor,
             embedder=embedder_name,
             shared=shared,
             **where,
@@ -123,10 +132,19 @@ def save_command(
         note(change.note)
     if as_json:
         line = encode_change(change)
-        if retired:  # a member of our own after the record's: decode_change ignores it
+        extra: dict[str, object] = {}  # members of our own after the record's: decode ignores
+        if retired:
             gone = retired[0]
-            what = {"scope": gone.scope, "name": gone.name, "size": gone.size, "hash": gone.hash}
-            line = go_json({**json.loads(line), "retired": what})
+            extra["retired"] = {
+                "scope": gone.scope,
+                "name": gone.name,
+                "size": gone.size,
+                "hash": gone.hash,
+            }
+        if saved.duplicates:
+            extra["duplicates"] = [d.to_json() for d in saved.duplicates]
+        if extra:
+            line = go_json({**json.loads(line), **extra})
         click.echo(line)
         return
     verb = "replaced" if change.replaced else "created"
@@ -139,6 +157,14 @@ def save_command(
             f"retired {gone.key} ({gone.size} bytes), which leaves the memory block and search "
             "and stays in the journal"
         )
+    if saved.duplicates:
+        cure = cure_words(
+            saved.duplicates,
+            scope,
+            patch="'agentmemory save {key}'",
+            supersedes="--supersedes {name}",
+        )
+        note(f"near-duplicates: {duplicate_words(saved.duplicates)}; {cure}")
 
 
 @main.command("get", short_help="Print one entry.")

@@ -271,3 +271,30 @@ def neutralise_option(help: str) -> Callable[[F], F]:
     """``--neutralise``: headings of level 1 to 3 inside entries become level 4
     (docs/contract.md)."""
     return click.option("--neutralise", is_flag=True, help=help)
+
+
+def duplicates_options(f: F) -> F:
+    """``--duplicates report|refuse|off`` (default ``report``) and ``--duplicate-floor COSINE``
+    (default the floor measured for the default embedder): what a save does when its content is
+    a near-duplicate of live entries (docs/contract.md#near-duplicates-at-save-time)."""
+    from ..duplicates import DEFAULT_DUPLICATE_POLICY, DUPLICATE_FLOOR, DUPLICATE_POLICIES
+
+    f = click.option(
+        "--duplicate-floor",
+        "duplicate_floor",
+        type=click.FloatRange(min=0, max=1, min_open=True),
+        default=DUPLICATE_FLOOR,
+        show_default=True,
+        metavar="COSINE",
+        help="The cosine similarity from which a live entry counts as a near-duplicate "
+        "(measured for the default embedder; docs/recall.md#the-duplicate-floor).",
+    )(f)
+    return click.option(
+        "--duplicates",
+        "duplicates",
+        type=click.Choice(list(DUPLICATE_POLICIES)),
+        default=DEFAULT_DUPLICATE_POLICY,
+        show_default=True,
+        help="When the new content restates live entries: report names them (the save "
+        "lands), refuse refuses the save (nothing written), off does not look.",
+    )(f)

@@ -15,6 +15,7 @@ from .group import main, progress_muted
 from .opening import open_index, opening
 from .options import (
     bytes_option,
+    duplicates_options,
     embedder_option,
     json_option,
     neutralise_option,
@@ -55,6 +56,7 @@ from .output import echo_json, to_stderr
     "Make headings of level 1 to 3 inside entries level 4 in memory://block and the "
     "memory-recall prompt, so content cannot forge their structure."
 )
+@duplicates_options
 def mcp_command(
     path: Path | None,
     scopes: tuple[str, ...],
@@ -64,6 +66,8 @@ def mcp_command(
     max_total_bytes: int,
     policy: str,
     neutralise: bool,
+    duplicates: str,
+    duplicate_floor: float,
 ) -> None:
     """Serve the memory tools, the rendered block and the per-turn part over MCP on stdio.
 
@@ -90,6 +94,8 @@ def mcp_command(
             max_total_bytes=max_total_bytes,
             policy=KindRegistry() if policy == "default" else None,
             neutralise=neutralise,
+            duplicates=duplicates,
+            duplicate_floor=duplicate_floor,
         )
         serve_stdio(server)
     finally:

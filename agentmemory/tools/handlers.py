@@ -13,6 +13,13 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ..duplicates import (
+    NearDuplicate,
+    NearDuplicateError,
+    cure_words,
+    duplicate_words,
+    near_duplicates,
+)
 from ..entries import Change, Entry, content_hash, utf8_len
 from ..errors import (
     AgentMemoryError,
@@ -36,6 +43,13 @@ from .tool import ToolResult, error
 
 __all__ = ["PATCH_ATTEMPTS", "Handlers"]
 
+
+def cure(near: Sequence[NearDuplicate], scope: str) -> str:
+    """What the model can do instead of keeping two copies (:func:`cure_words` in the tools'
+    terms)."""
+    return cure_words(near, scope, patch="memory_patch", supersedes='supersedes "{name}"')
+
+
 log = logging.getLogger("agentmemory.tools")
 
 PATCH_ATTEMPTS = 4
@@ -57,6 +71,9 @@ class Handlers:
         rendered: returns the manifest of the block the model reads now, or ``None``.
         search_limit: entries a search returns when the call gives no ``limit``.
         search_bytes: bytes of content one search result shows at most.
+        duplicates: what ``memory_save`` does with near-duplicates of new content
+            (:data:`agentmemory.duplicates.DUPLICATE_POLICIES`).
+        duplicate_floor: the cosine from which an entry is a near-duplicate.
     """
 
     def __init__(
@@ -67,8 +84,12 @@ class Handlers:
         rendered: Callable[[], Manifest | None] | None,
         search_limit: int,
         search_bytes: int,
+        duplicates: str,
+        duplicate_floor: float,
     ) -> None:
         self.store = store
+        self.duplicates = duplicates
+        self.duplicate_floor = duplicate_floor
         self.scopes = scopes
         self.read_scopes = read_scopes
         self.rendered = rendered
@@ -175,11 +196,9 @@ class Handlers:
             based_on = stored.hash
         else:
             based_on = None
-        change, note = self._landed(
-            self.store.put,
-            Entry(scope=scope, name=name, content=content, meta=meta),
-            based_on=based_on,
-        )
+        entry = Entry(scope=scope, name=name, content=content, meta=meta)
+        near = self._near_duplicates(entry, retired)
+        change, note = self._landed(self.store.put, entry, based_on=based_on)
         saved = "created" if stored is None else f"replaced {stored.size} bytes"
         line = (
             f"Saved {scope}/{name} ({utf8_len(content)} of {self.limit} bytes, "
@@ -192,7 +211,31 @@ class Handlers:
                 f"; retired {retired.key} ({retired.size} bytes), which leaves the memory block "
                 "and search and stays in the journal"
             )
-        return ToolResult(line + note, record=change)
+        if near:
+            words = cure(near, scope)
+            line += (
+                f"; near-duplicates: {duplicate_words(near)}. {words[0].upper()}{words[1:]}, "
+                "so the memory keeps one copy of each fact"
+            )
+        return ToolResult(line + note, record=change, duplicates=tuple(near))
+
+    def _near_duplicates(self, entry: Entry, retired: Entry | None) -> list[NearDuplicate]:
+        """The near-duplicates of ``entry`` in every scope the tools read
+        (docs/contract.md#near-duplicates-at-save-time), but the entry it retires; ``[]`` when
+        the policy is ``off``. Under ``refuse`` any found refuses the save: nothing is written.
+        """
+        if self.duplicates == "off":
+            return []
+        near = near_duplicates(
+            self.store,
+            entry,
+            (*self.scopes, *self.read_scopes),
+            floor=self.duplicate_floor,
+            exclude=() if retired is None else (retired.name,),
+        )
+        if near and self.duplicates == "refuse":
+            raise NearDuplicateError(entry.key, near, cure(near, entry.scope))
+        return near
 
     # ---- memory_patch (docs/contract.md#memory_patch)
 

@@ -36,6 +36,7 @@ from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
+from ..duplicates import DEFAULT_DUPLICATE_POLICY, DUPLICATE_FLOOR
 from ..kinds import KindRegistry
 from ..manifest import Manifest
 from ..recalled import DEFAULT_RECALL_BYTES, recall_part
@@ -95,6 +96,8 @@ class MemoryServer:
             (docs/kinds.md#memory-is-data), and the block's manifest names those entries in
             ``neutralised`` (saves are built on the stored hashes all the same). Default
             ``False``: the contract's bytes.
+        duplicates, duplicate_floor: what ``memory_save`` does with near-duplicates, as
+            :func:`agentmemory.tools` takes them (default ``"report"``).
 
     Raises:
         ToolConfigError: (a ``ValueError``) for scopes the tools refuse.
@@ -112,6 +115,8 @@ class MemoryServer:
         policy: KindRegistry | None = None,
         recall_bytes: int = DEFAULT_RECALL_BYTES,
         neutralise: bool = False,
+        duplicates: str = DEFAULT_DUPLICATE_POLICY,
+        duplicate_floor: float = DUPLICATE_FLOOR,
     ) -> None:
         self.store = store
         self.policy = policy
@@ -128,6 +133,8 @@ class MemoryServer:
             search_limit=search_limit,
             search_bytes=search_bytes,
             kinds=policy,
+            duplicates=duplicates,
+            duplicate_floor=duplicate_floor,
         )
         self.block_scopes = [*scopes, *read_scopes]
         self.max_total_bytes = max_total_bytes

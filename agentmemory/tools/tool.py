@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..duplicates import NearDuplicate
 from ..entries import Change
 from ..errors import IndexDamagedError
 from .arguments import INVALID_ARGS, error_order, explain, json_type
@@ -36,11 +37,14 @@ class ToolResult:
         record: the journal record a successful write appended (``memory_save``,
             ``memory_patch``, ``memory_forget``); ``None`` for a search or an error. For the host
             (session logs, audit); never shown to the model.
+        duplicates: the near-duplicates a ``memory_save`` named in ``text``
+            (docs/contract.md#near-duplicates-at-save-time), nearest first; ``()`` otherwise.
     """
 
     text: str
     is_error: bool = False
     record: Change | None = None
+    duplicates: tuple[NearDuplicate, ...] = ()
 
 
 def error(text: str) -> ToolResult:

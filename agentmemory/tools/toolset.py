@@ -4,6 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from ..duplicates import (
+    DEFAULT_DUPLICATE_POLICY,
+    DUPLICATE_FLOOR,
+    check_duplicate_floor,
+    check_duplicate_policy,
+)
 from ..errors import InvalidEntryError, ToolConfigError
 from ..kinds import KindRegistry
 from ..manifest import Manifest
@@ -33,6 +39,8 @@ def tools(
     search_limit: int = DEFAULT_SEARCH_LIMIT,
     search_bytes: int = DEFAULT_SEARCH_BYTES,
     kinds: KindRegistry | None = None,
+    duplicates: str = DEFAULT_DUPLICATE_POLICY,
+    duplicate_floor: float = DUPLICATE_FLOOR,
 ) -> list[Tool]:
     """Build ``[memory_save, memory_patch, memory_forget, memory_search]`` over ``store``.
 
@@ -56,6 +64,15 @@ def tools(
         kinds: the :class:`~agentmemory.KindRegistry` whose kinds ``memory_save``'s ``type``
             may take (its schema lists them as an enum); default ``KindRegistry()``: ``user``,
             ``feedback``, ``project``, ``reference`` (``docs/kinds.md#kinds-and-their-policy``).
+        duplicates: what ``memory_save`` does when the new content is a near-duplicate of live
+            entries in ``scopes`` or ``read_scopes`` (docs/contract.md#near-duplicates-at-save-time):
+            ``"report"`` (default: the save lands and its result names up to 3 of them, with
+            the cosine and the shared terms, and the hint to patch or supersede), ``"refuse"``
+            (the save is refused, naming them and the cure; nothing is written) or ``"off"``.
+            A store without a vector leg finds none.
+        duplicate_floor: the cosine similarity from which an entry is a near-duplicate
+            (default :data:`agentmemory.duplicates.DUPLICATE_FLOOR`, measured for the default
+            embedder: docs/recall.md#the-duplicate-floor).
 
     Returns:
         The four tools, in that order.
@@ -63,9 +80,12 @@ def tools(
     Raises:
         ToolConfigError: (a ``ValueError``) no scopes; ``scopes`` given as one string; a scope or
             read scope that is not kebab-case or is given twice; a scope both writable and
-            read-only; ``search_limit`` or ``search_bytes`` under 1.
+            read-only; ``search_limit`` or ``search_bytes`` under 1; ``duplicates`` not a
+            policy; ``duplicate_floor`` not in (0, 1].
     """
     writable, readable = check_tool_scopes(scopes, read_scopes)
+    policy = check_duplicate_policy(duplicates)
+    floor = check_duplicate_floor(duplicate_floor)
     for what, value in (("search_limit", search_limit), ("search_bytes", search_bytes)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ToolConfigError(f"agentmemory.tools: {what} is {value!r}; it must be at least 1")
@@ -73,7 +93,7 @@ def tools(
         raise ToolConfigError(
             f"agentmemory.tools: kinds is a {type(kinds).__name__}, not a KindRegistry"
         )
-    kit = Handlers(store, writable, readable, rendered, search_limit, search_bytes)
+    kit = Handlers(store, writable, readable, rendered, search_limit, search_bytes, policy, floor)
     kind_names = (kinds if kinds is not None else KindRegistry()).kinds()
     writers = [
         (save_spec(writable, readable, kit.limit, kind_names), kit.save),
