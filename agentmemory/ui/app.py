@@ -98,9 +98,14 @@ def create_app(source: Source, *, token: str) -> Starlette:
         return response
 
     def scopes(request: Request) -> Response:
+        asked = request.query_params.get("scope")
+        try:
+            page_no = int(request.query_params.get("page", "1"))
+        except ValueError:
+            page_no = 1
         with source.journal() as journal:
-            rows = views.scope_rows(journal)
-        return page(request, "scopes.html", rows=rows)
+            rows = views.scope_rows(journal, pages={asked: page_no} if asked else None)
+        return page(request, "scopes.html", rows=rows, page_entries=views.PAGE_ENTRIES)
 
     def entry(request: Request) -> Response:
         scope, name = request.path_params["scope"], request.path_params["name"]

@@ -21,6 +21,7 @@ from ..manifest import Manifest
 from ..render import DEFAULT_MAX_TOTAL_BYTES, render
 
 __all__ = [
+    "PAGE_ENTRIES",
     "BlockView",
     "EntryView",
     "Health",
@@ -40,22 +41,47 @@ VERIFY_TIMEOUT_S = 120.0
 """How long the health page waits for ``agentmemory verify --json``, in seconds."""
 
 
+PAGE_ENTRIES = 100
+"""How many entries of a scope the scopes page lists at once; the rest are a page away."""
+
+
 @dataclass(frozen=True)
 class ScopeRow:
-    """One scope: its live entries, their bytes, and what the block holds of it."""
+    """One scope: its live entries, their bytes, and what the block holds of it.
+
+    Attributes:
+        entries: the entries of the page shown, by name (:data:`PAGE_ENTRIES` at most).
+        count: how many live entries the scope holds.
+        page, pages: the page shown (from 1) and how many there are (at least 1).
+    """
 
     scope: str
     entries: builtins.list[Entry]
+    count: int
     bytes: int
     kinds: dict[str, int]
     shown_bytes: int
     shown: int
     omitted: int
+    page: int = 1
+    pages: int = 1
+
+    @property
+    def first(self) -> int:
+        """The position (from 1) of the first entry listed."""
+        return (self.page - 1) * PAGE_ENTRIES + 1 if self.entries else 0
 
 
-def scope_rows(journal: Any, max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES) -> list[ScopeRow]:
+def scope_rows(
+    journal: Any,
+    max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES,
+    *,
+    pages: dict[str, int] | None = None,
+) -> list[ScopeRow]:
     """Every scope of ``journal`` with its entries (by name) and the bytes of its entries the
-    block of all scopes holds (``render`` with the default budget), in scope order."""
+    block of all scopes holds (``render`` with the default budget), in scope order. Each scope
+    lists the page ``pages[scope]`` of its entries (default 1; one past the last shows the
+    last), :data:`PAGE_ENTRIES` to a page; the figures count every entry."""
     scopes = journal.scopes()
     manifest = render(journal, scopes, max_total_bytes=max_total_bytes)[1] if scopes else Manifest()
     rows = []
@@ -66,10 +92,15 @@ def scope_rows(journal: Any, max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES) -> 
             kind = (e.meta or {}).get(META_TYPE, "")
             kinds[kind] = kinds.get(kind, 0) + 1
         shown = [m for m in manifest.entries if m.scope == scope]
+        last = max(1, -(-len(entries) // PAGE_ENTRIES))
+        page = min(max(1, (pages or {}).get(scope, 1)), last)
         rows.append(
             ScopeRow(
                 scope=scope,
-                entries=entries,
+                entries=entries[(page - 1) * PAGE_ENTRIES : page * PAGE_ENTRIES],
+                count=len(entries),
+                page=page,
+                pages=last,
                 bytes=sum(e.size for e in entries),
                 kinds=kinds,
                 shown_bytes=sum(m.bytes for m in shown),

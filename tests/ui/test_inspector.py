@@ -400,3 +400,45 @@ def test_beside_a_running_mcp_server_reads_work_and_the_server_is_unharmed(
                         await anyio.to_thread.run_sync(stop, running)
 
     anyio.run(main)
+
+
+def test_a_large_scope_is_listed_a_page_at_a_time(tmp_path: Path, browser: Any) -> None:
+    from selenium.webdriver.common.by import By
+
+    folder = tmp_path / "memory"
+    with ChromaStore.open(folder, embedder=embedder()) as st:
+        st.put_many([Entry("notes", f"note-{i:03d}", f"Note number {i}.") for i in range(250)])
+        st.put(Entry("user", "editor", "Prefers dark mode in Vim."))
+    running = start(folder)
+    try:
+        browser.get(running.url)
+
+        def listed() -> tuple[list[str], str]:
+            section = browser.find_element(By.ID, "scope-notes")
+            rows = section.find_elements(By.CSS_SELECTOR, "tr.entry-row td:first-child a")
+            return [a.text for a in rows], section.find_element(By.CSS_SELECTOR, "p.pages").text
+
+        names, pages = listed()
+        assert names == [f"note-{i:03d}" for i in range(100)]
+        assert pages.startswith("entries 1 to 100 of 250 (page 1 of 3)") and "previous" not in pages
+        assert "250 entries" in browser.find_element(By.ID, "scope-notes").text
+        assert not browser.find_element(By.ID, "scope-user").find_elements(
+            By.CSS_SELECTOR, "p.pages"
+        )
+        for first, last in ((100, 200), (200, 250)):
+            old = browser.find_element(By.TAG_NAME, "html")
+            browser.find_element(By.CSS_SELECTOR, "#scope-notes a.next").click()
+            from selenium.webdriver.support import expected_conditions
+            from selenium.webdriver.support.ui import WebDriverWait
+
+            WebDriverWait(browser, 60).until(expected_conditions.staleness_of(old))
+            names, pages = listed()
+            assert names == [f"note-{i:03d}" for i in range(first, last)]
+            assert pages.startswith(f"entries {first + 1} to {last} of 250")
+        assert "next" not in pages and "previous 100" in pages
+        browser.get(running.page("/?scope=notes&page=99"))  # past the end: the last page
+        assert listed()[0][0] == "note-200"
+        browser.get(running.page("/?scope=notes&page=x"))  # not a number: the first
+        assert listed()[0][0] == "note-000"
+    finally:
+        stop(running)
