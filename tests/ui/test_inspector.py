@@ -442,3 +442,81 @@ def test_a_large_scope_is_listed_a_page_at_a_time(tmp_path: Path, browser: Any) 
         assert listed()[0][0] == "note-000"
     finally:
         stop(running)
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None  # the 303 itself is the answer to look at
+
+
+def _post(url: str, fields: dict[str, str]) -> int:
+    request = urllib.request.Request(url, data=urllib.parse.urlencode(fields).encode())
+    try:
+        with urllib.request.build_opener(_NoRedirect).open(request, timeout=60) as r:
+            return int(r.status)
+    except urllib.error.HTTPError as err:
+        return int(err.code)
+
+
+def test_writes_from_the_page_beside_a_running_mcp_server_land_and_the_server_sees_them(
+    store: Path, tmp_path: Path
+) -> None:
+    import anyio
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    from agentmemory.ui.app import csrf_value
+
+    params = StdioServerParameters(
+        command=str(SCRIPT),
+        args=["mcp", "--path", str(store), "--scope", "user", "--scope", "project"],
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False"},
+    )
+
+    def current(name: str) -> Entry | None:
+        with SqliteStore(store / "journal.sqlite3") as journal:
+            live = {e.name: e for e in journal.list("user")}
+        return live.get(name)
+
+    async def main() -> None:
+        with (tmp_path / "server.err").open("w") as err:
+            async with Client(stdio_client(params, errlog=err)) as mcp:
+                with anyio.fail_after(120):
+                    await mcp.list_tools()  # the server holds the store now
+                    running = await anyio.to_thread.run_sync(start, store, "--write")
+                    try:
+                        where = running.page(f"/entry/user/editor?token={running.token}")
+                        before = current("editor")
+                        assert before is not None
+                        edit = {
+                            "csrf": csrf_value(running.token),
+                            "action": "save",
+                            "if_hash": before.hash,
+                            "content": "Prefers zenburn in Emacs.",
+                        }
+                        code = await anyio.to_thread.run_sync(_post, where, edit)
+                        assert code == 303, code  # landed: back to the entry's page
+                        after = current("editor")
+                        assert after is not None and after.content == "Prefers zenburn in Emacs."
+                        assert after.meta == before.meta
+                        found = await mcp.call_tool("memory_search", {"query": "zenburn emacs"})
+                        text = found.content[0].text  # type: ignore[union-attr]
+                        assert "user/editor" in text and "Prefers zenburn in Emacs." in text, text
+                        # a stale view (the hash before the edit) is a conflict, nothing written
+                        code = await anyio.to_thread.run_sync(
+                            _post, where, {**edit, "content": "stale"}
+                        )
+                        assert code == 409 and current("editor") == after
+                        gone = {"csrf": edit["csrf"], "action": "forget", "if_hash": after.hash}
+                        code = await anyio.to_thread.run_sync(_post, where, gone)
+                        assert code == 303 and current("editor") is None
+                        saved = await mcp.call_tool(
+                            "memory_save",
+                            {"scope": "user", "name": "editor", "content": "Back to Vim."},
+                        )
+                        assert not saved.is_error, saved  # the server still writes
+                        assert current("editor") is not None
+                    finally:
+                        await anyio.to_thread.run_sync(stop, running)
+
+    anyio.run(main)
