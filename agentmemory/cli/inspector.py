@@ -52,7 +52,7 @@ def ui_command(
     with _opened(open_journal(where["path"], format=where["format"], dsn=where["dsn"])) as j:
         # a folder's journal file names its folder; a Markdown folder is its path; else its DSN
         found = getattr(j, "path", None) or getattr(j, "where", "")
-        label = str(found.parent if isinstance(found, Path) and found.is_file() else found)
+        label = _home_short(found.parent if isinstance(found, Path) and found.is_file() else found)
 
     def journal() -> AbstractContextManager[Any]:
         return _opened(open_journal(where["path"], format=where["format"], dsn=where["dsn"]))
@@ -110,3 +110,14 @@ def _target_args(where: dict[str, Any]) -> list[str]:
             out += ["--chroma-url", str(where["chroma_url"])]
         return out
     return ["--path", str(where["path"])] if where.get("path") else []
+
+
+def _home_short(where: object) -> str:
+    """A folder as the page's header names it: under the home folder as ``~/...``, as a shell
+    does; anything else (another folder, a DSN) as it is."""
+    if isinstance(where, Path):
+        try:
+            return str(Path("~") / where.resolve().relative_to(Path.home().resolve()))
+        except (ValueError, RuntimeError):  # not under home, or no home
+            return str(where)
+    return str(where)

@@ -90,7 +90,14 @@ class Inspector:
 
 
 def start(folder: Path, *extra: str) -> Inspector:
-    env = {**os.environ, "ANONYMIZED_TELEMETRY": "False", "HF_HUB_OFFLINE": "1"}
+    """``agentmemory ui`` on ``folder``, its home folder the folder's parent (so the page's
+    header, and the screenshots, name it ``~/memory``, not the test's temporary path)."""
+    env = {
+        **os.environ,
+        "ANONYMIZED_TELEMETRY": "False",
+        "HF_HUB_OFFLINE": "1",
+        "HOME": str(folder.parent),
+    }
     proc = subprocess.Popen(
         [str(SCRIPT), "ui", "--path", str(folder), "--no-browser", *extra],
         stdout=subprocess.PIPE,
@@ -182,6 +189,7 @@ def test_the_pages_show_scopes_history_block_and_search(inspector: Inspector, br
 
     browser.get(inspector.url)  # the printed URL: the token sets the cookie
     assert browser.find_element(By.TAG_NAME, "h1").text == "Scopes"
+    assert browser.find_element(By.CSS_SELECTOR, "header .store").text == "~/memory"
     scopes = [e.text for e in browser.find_elements(By.CSS_SELECTOR, "section.scope h2")]
     assert scopes == ["project", "user"]
     user = browser.find_element(By.ID, "scope-user")
