@@ -15,8 +15,8 @@ PLOT_DEPTH = 20
 """How deep ``eval --plot`` ranks, so its Recall@k curve runs to k = 20."""
 
 
-@main.command("eval", short_help="Evaluate recall on LoCoMo or SciFact.")
-@click.argument("dataset", type=click.Choice(["locomo", "scifact"]))
+@main.command("eval", short_help="Evaluate recall on LoCoMo, LongMemEval or SciFact.")
+@click.argument("dataset", type=click.Choice(["locomo", "longmemeval", "scifact"]))
 @click.option(
     "--data",
     type=click.Path(path_type=Path),
@@ -32,7 +32,8 @@ PLOT_DEPTH = 20
     "--limit",
     type=click.IntRange(min=1),
     default=None,
-    help="Run a slice: the first N conversations (locomo) or queries (scifact).",
+    help="Run a slice: the first N conversations (locomo), questions of the file (longmemeval) "
+    "or queries (scifact).",
 )
 @click.option(
     "--json-out",
@@ -91,7 +92,10 @@ def eval_command(
     """Evaluate BM25, vector and hybrid recall on a public benchmark and print the table.
 
     locomo: one store per conversation, each dialog turn an entry, each question a query scored
-    against its evidence turns (Recall@k, Hit@k, MRR, nDCG@10; also per category). scifact:
+    against its evidence turns (Recall@k, Hit@k, MRR, nDCG@10; also per category). longmemeval:
+    one store per question holding its haystack's turns, scored against its has_answer turns,
+    with session_any@k against its answer sessions (per question type; abstention questions,
+    ids ending _abs, are skipped and counted). scifact:
     each abstract an entry, the 300 test queries scored against their qrels. Evaluation stores
     are cached, so a second run embeds nothing. Every method is scored on a ranking 10 deep and
     at memory_search's default limit, 5 (rows <method>@5). --rerank adds the hybrid reordered by

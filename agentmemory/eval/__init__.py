@@ -1,10 +1,12 @@
 """Recall-quality evaluation on public benchmarks: loaders, metrics, data fetching, the runner.
 
-``load_locomo`` and ``load_beir`` read LoCoMo (dialog turns as entries, questions with evidence
-turns) and BEIR-format sets such as SciFact (abstracts as entries, judged queries); the metrics
+``load_locomo``, ``load_longmemeval`` and ``load_beir`` read LoCoMo (dialog turns as entries,
+questions with evidence turns), LongMemEval (each question's haystack of chat turns as entries,
+its ``has_answer`` turns and answer sessions as evidence) and BEIR-format sets such as SciFact
+(abstracts as entries, judged queries); the metrics
 (Recall@k, Hit@k, MRR, nDCG@10) follow their standard definitions; ``find_data`` and
 ``fetch_dataset`` locate or download the files (``locate_data``: either, as ``agentmemory eval``
-does); ``evaluate_locomo``, ``evaluate_beir`` and
+does); ``evaluate_locomo``, ``evaluate_longmemeval``, ``evaluate_beir`` and
 ``evaluate`` build (and cache) the stores, run BM25, vector and hybrid recall, and return an
 ``EvalResult`` that prints as a table and writes JSON. Nothing here imports torch or chromadb
 until a run needs them.
@@ -26,6 +28,8 @@ from .download import (
     DATASETS,
     LOCOMO_SHA256,
     LOCOMO_URL,
+    LONGMEMEVAL_SHA256,
+    LONGMEMEVAL_URL,
     SCIFACT_URL,
     cache_dir,
     download,
@@ -49,6 +53,19 @@ from .locomo import (
     session_of,
     turn_entries,
 )
+from .longmemeval import (
+    LONGMEMEVAL_MAX_ENTRY_BYTES,
+    QUESTION_TYPES,
+    LongMemEvalDataset,
+    LongMemEvalFormat,
+    LongMemEvalQuestion,
+    LongMemEvalReport,
+    LongMemEvalTurn,
+    haystack_session_of,
+    load_longmemeval,
+    longmemeval_entries,
+)
+from .longmemeval_run import evaluate_longmemeval
 from .metrics import (
     dcg_at_k,
     hit_at_k,
@@ -59,6 +76,7 @@ from .metrics import (
     recall_at_k,
     reciprocal_rank,
     score_ranking,
+    session_any_at_k,
 )
 from .runner import (
     BEIR_MAX_SEQ_LENGTH,
@@ -83,7 +101,11 @@ __all__ = [
     "DEFAULT_KS",
     "LOCOMO_SHA256",
     "LOCOMO_URL",
+    "LONGMEMEVAL_MAX_ENTRY_BYTES",
+    "LONGMEMEVAL_SHA256",
+    "LONGMEMEVAL_URL",
     "METHODS",
+    "QUESTION_TYPES",
     "SCIFACT_URL",
     "STORE_CACHE_VERSION",
     "BeirDataset",
@@ -96,6 +118,11 @@ __all__ = [
     "LocomoDataset",
     "LocomoQuestion",
     "LocomoTurn",
+    "LongMemEvalDataset",
+    "LongMemEvalFormat",
+    "LongMemEvalQuestion",
+    "LongMemEvalReport",
+    "LongMemEvalTurn",
     "QueryRun",
     "RecallFn",
     "TurnFormat",
@@ -108,13 +135,17 @@ __all__ = [
     "evaluate",
     "evaluate_beir",
     "evaluate_locomo",
+    "evaluate_longmemeval",
     "fetch_dataset",
     "file_sha256",
     "find_data",
+    "haystack_session_of",
     "hit_at_k",
     "load_beir",
     "load_locomo",
+    "load_longmemeval",
     "locate_data",
+    "longmemeval_entries",
     "mean",
     "ndcg_at_k",
     "normalise_evidence",
@@ -126,6 +157,7 @@ __all__ = [
     "reranker_for",
     "results_path",
     "score_ranking",
+    "session_any_at_k",
     "session_of",
     "turn_entries",
 ]

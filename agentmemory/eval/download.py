@@ -12,7 +12,10 @@ writes to a temporary file beside the target and renames it into place only when
 matching, so no partial file is ever left. LoCoMo's ``locomo10.json`` has a known digest
 (:data:`LOCOMO_SHA256`). The BEIR SciFact zip has no published digest: :func:`fetch_dataset` checks
 what it can (a readable zip holding the three files, 5,183 documents and 300 judged test queries)
-and records the digest it saw in ``SOURCE.json`` beside the extracted files.
+and records the digest it saw in ``SOURCE.json`` beside the extracted files. LongMemEval's
+``longmemeval_s_cleaned.json`` (:data:`LONGMEMEVAL_URL`) has no published digest either, and none
+was checked when this code was written (no network here), so :data:`LONGMEMEVAL_SHA256` is
+``None``: the file is fetched unchecked and the loader checks its format when a run reads it.
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ __all__ = [
     "DATASETS",
     "LOCOMO_SHA256",
     "LOCOMO_URL",
+    "LONGMEMEVAL_SHA256",
+    "LONGMEMEVAL_URL",
     "SCIFACT_URL",
     "cache_dir",
     "download",
@@ -61,12 +66,33 @@ SCIFACT_DOCUMENTS = 5183
 SCIFACT_TEST_QUERIES = 300
 """Judged test queries in SciFact (BEIR paper, Table 1)."""
 
-DATASETS = ("locomo", "scifact")
+LONGMEMEVAL_URL = (
+    "https://huggingface.co/datasets/xiaowu0162/longmemeval-cleaned/resolve/main/"
+    "longmemeval_s_cleaned.json"
+)
+"""The public LongMemEval_S file, cleaned (2025/09): 500 questions, each with a haystack of about
+40 sessions (about 115k tokens); the URL the LongMemEval README gives
+(github.com/xiaowu0162/LongMemEval). ``longmemeval_m_cleaned.json`` beside it (about 500 sessions
+per question) is read too when given with ``--data``."""
+
+LONGMEMEVAL_SHA256: str | None = None
+"""SHA-256 of the file at :data:`LONGMEMEVAL_URL`: unknown. None is published, and it was not
+measured here (no network when this was written), so a download is not checked against one."""
+
+DATASETS = ("locomo", "scifact", "longmemeval")
 """The data sets :func:`find_data` and :func:`fetch_dataset` know."""
 
 _LOCOMO_FILES = ("locomo-dev.json", "locomo10.json")
 _SCIFACT_FILES = ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv")
-_URLS = {"locomo": LOCOMO_URL, "scifact": SCIFACT_URL}
+# LongMemEval_S before _M (ten times the sessions); the oracle file only when named, since its
+# haystack is the evidence sessions alone.
+_LONGMEMEVAL_FILES = (
+    "longmemeval_s_cleaned.json",
+    "longmemeval_s.json",
+    "longmemeval_m_cleaned.json",
+    "longmemeval_m.json",
+)
+_URLS = {"locomo": LOCOMO_URL, "scifact": SCIFACT_URL, "longmemeval": LONGMEMEVAL_URL}
 _BLOCK_BYTES = 1 << 16
 
 
@@ -97,25 +123,28 @@ def _check_dataset(dataset: str) -> str:
 
 def _candidates(dataset: str, root: Path) -> list[Path]:
     """The paths under ``root`` that may hold ``dataset``, most specific first."""
-    if dataset == "locomo":
+    files = {"locomo": _LOCOMO_FILES, "longmemeval": _LONGMEMEVAL_FILES}.get(dataset)
+    if files is not None:
         if root.is_file():
             return [root]
-        return [d / f for d in (root, root / "locomo") for f in _LOCOMO_FILES]
+        return [d / f for d in (root, root / dataset) for f in files]
     return [root, root / "scifact"]
 
 
 def _holds(dataset: str, path: Path) -> bool:
-    if dataset == "locomo":
+    if dataset in ("locomo", "longmemeval"):
         return path.is_file()
     return all((path / f).is_file() for f in _SCIFACT_FILES)
 
 
 def find_data(dataset: str, data: str | Path | None = None) -> Path:
-    """The LoCoMo JSON file, or the SciFact folder, to read.
+    """The LoCoMo or LongMemEval JSON file, or the SciFact folder, to read.
 
-    With ``data``: that file, or a folder holding it directly or in a ``locomo``/``scifact``
-    subfolder (so both ``--data DIR`` and ``--data DIR/scifact`` work). For
-    LoCoMo a folder's ``locomo-dev.json`` is preferred to ``locomo10.json``. Without ``data``: the
+    With ``data``: that file, or a folder holding it directly or in a ``locomo``/``scifact``/
+    ``longmemeval`` subfolder (so both ``--data DIR`` and ``--data DIR/scifact`` work). For
+    LoCoMo a folder's ``locomo-dev.json`` is preferred to ``locomo10.json``; for LongMemEval
+    ``longmemeval_s_cleaned.json``, then ``longmemeval_s.json``, ``longmemeval_m_cleaned.json``,
+    ``longmemeval_m.json`` (the oracle file only when ``data`` names it). Without ``data``: the
     ``shared/data`` folder next to the repository when present, then ``cache_dir()/data``.
 
     Raises :class:`~agentmemory.errors.DataNotFoundError` naming every path tried, the public URL and
@@ -243,7 +272,9 @@ def fetch_dataset(
     :data:`SCIFACT_URL`), extracted to ``<root>/scifact/`` after checking that it is a readable
     zip holding ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/test.tsv`` with 5,183 documents
     and 300 judged queries (only for the default ``url``); its SHA-256 is written to
-    ``<root>/scifact/SOURCE.json``. Nothing half-extracted is left.
+    ``<root>/scifact/SOURCE.json``. Nothing half-extracted is left. LongMemEval:
+    ``longmemeval_s_cleaned.json`` from ``url`` (default :data:`LONGMEMEVAL_URL`) into
+    ``<root>/longmemeval/``, not checked against a digest (:data:`LONGMEMEVAL_SHA256` is unknown).
 
     Raises :class:`~agentmemory.errors.DownloadError` when fetching or checking fails.
     """
@@ -254,6 +285,15 @@ def fetch_dataset(
         want = LOCOMO_SHA256 if source == LOCOMO_URL else None
         return download(
             source, base / "locomo" / "locomo10.json", want, timeout_s=timeout_s, progress=progress
+        )
+    if dataset == "longmemeval":
+        target_file = base / "longmemeval" / "longmemeval_s_cleaned.json"
+        return download(
+            url or LONGMEMEVAL_URL,
+            target_file,
+            LONGMEMEVAL_SHA256,
+            timeout_s=timeout_s,
+            progress=progress,
         )
     source = url or SCIFACT_URL
     target = base / "scifact"
@@ -295,7 +335,8 @@ def locate_data(
     with one line saying what is fetched, from where, into where). What ``agentmemory eval`` and
     ``agentmemory demo`` read, ``--data`` and ``--download`` being ``data`` and ``download``.
     A download only adds the set's own files (``<folder>/locomo/locomo10.json``,
-    ``<folder>/scifact/``); nothing already in the folder is replaced.
+    ``<folder>/scifact/``, ``<folder>/longmemeval/longmemeval_s_cleaned.json``); nothing already
+    in the folder is replaced.
 
     Raises :class:`~agentmemory.errors.DataNotFoundError` when nothing is found and nothing may be
     fetched: ``download`` not set, or ``data`` naming a file (a download goes into a folder; the

@@ -27,6 +27,7 @@ __all__ = [
     "recall_at_k",
     "reciprocal_rank",
     "score_ranking",
+    "session_any_at_k",
 ]
 
 
@@ -94,6 +95,26 @@ def recall_any_at_k(
     _check(relevant, k)
     wanted = {unit(r) for r in relevant}
     return 1.0 if any(unit(d) in wanted for d in _first_occurrences(ranking, k)) else 0.0
+
+
+def session_any_at_k(
+    ranking: Sequence[str],
+    sessions: Collection[str],
+    k: int,
+    *,
+    session_of: Callable[[str], str],
+) -> float:
+    """1.0 when one of the first ``k`` of ``ranking`` belongs to one of ``sessions`` (its
+    ``session_of`` is in ``sessions``), else 0.0.
+
+    :func:`recall_any_at_k` with ``unit=session_of`` when the evidence sessions are given apart
+    from the evidence turns (LongMemEval's ``answer_session_ids``): the top ``k`` turns, not the
+    top ``k`` sessions, are looked at. Raises ``ValueError`` when ``sessions`` is empty or
+    ``k < 1``.
+    """
+    _check(sessions, k)
+    wanted = set(sessions)
+    return 1.0 if any(session_of(d) in wanted for d in _first_occurrences(ranking, k)) else 0.0
 
 
 def hit_at_k(ranking: Sequence[str], relevant: Collection[str], k: int) -> float:

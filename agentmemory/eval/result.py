@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,13 +24,18 @@ class QueryRun:
     """One query's rankings and scores under every method.
 
     Attributes:
-        query_id: ``"conv-30/q4"`` (LoCoMo) or the BEIR query id.
+        query_id: ``"conv-30/q4"`` (LoCoMo), the BEIR query id, or the LongMemEval
+            ``question_id``.
         text: the query.
-        group: the LoCoMo category name (``"single-hop"``...), ``""`` for BEIR.
+        group: the LoCoMo category name (``"single-hop"``...) or the LongMemEval question type,
+            ``""`` for BEIR.
         scope: the scope searched.
         relevant: entry names of the relevant entries.
         rankings: method -> entry names, best first (at most ``depth``).
         scores: method -> metric name -> value in ``[0, 1]``.
+        sessions: the evidence sessions when the data names them apart from the evidence turns
+            (LongMemEval's ``answer_session_ids``, as session names); ``()`` when the sessions
+            of ``relevant`` are meant (LoCoMo).
     """
 
     query_id: str
@@ -40,10 +45,11 @@ class QueryRun:
     relevant: tuple[str, ...]
     rankings: Mapping[str, tuple[str, ...]]
     scores: Mapping[str, Mapping[str, float]]
+    sessions: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict of every field."""
-        return {
+        """JSON-ready dict of every field (``sessions`` only when it is not empty)."""
+        out: dict[str, Any] = {
             "query_id": self.query_id,
             "text": self.text,
             "group": self.group,
@@ -52,6 +58,9 @@ class QueryRun:
             "rankings": {m: list(r) for m, r in self.rankings.items()},
             "scores": {m: dict(s) for m, s in self.scores.items()},
         }
+        if self.sessions:
+            out["sessions"] = list(self.sessions)
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> QueryRun:
@@ -64,6 +73,7 @@ class QueryRun:
             relevant=tuple(data["relevant"]),
             rankings={m: tuple(r) for m, r in data["rankings"].items()},
             scores={m: dict(s) for m, s in data["scores"].items()},
+            sessions=tuple(data.get("sessions", ())),
         )
 
 
@@ -72,7 +82,7 @@ class EvalResult:
     """The outcome of one evaluation run.
 
     Attributes:
-        dataset: ``"locomo"`` or the BEIR set's name (``"scifact"``).
+        dataset: ``"locomo"``, ``"longmemeval"`` or the BEIR set's name (``"scifact"``).
         data_path: the file or folder read.
         data_sha256: digest of the data (hex).
         embedder: the embedder's fingerprint.
@@ -155,6 +165,13 @@ class EvalResult:
             "",
             self.table(),
         ]
+        if "skipped_abstention" in self.load_report:  # LongMemEval
+            r = self.load_report
+            lines[1:1] = [
+                f"skipped: {r['skipped_abstention']} abstention question(s) (question_id ending "
+                f"_abs: nothing to retrieve), {r.get('skipped_no_evidence', 0)} without a "
+                "has_answer turn"
+            ]
         short = sorted({m.rsplit("@", 1)[1] for m in self.methods if "@" in m}, key=int)
         if short:
             shown = ", ".join(short)
@@ -197,15 +214,21 @@ class EvalResult:
         ]
 
     def comparable(self, ks: Sequence[int] = (5, 10)) -> dict[str, dict[str, float]]:
-        """For LoCoMo, per method, the figures published work reports
-        (docs/recall.md#figures-other-work-reports): ``session_any@k`` (a session of the evidence among the top ``k``
-        turns' sessions), ``recall_all@k`` (every evidence turn in the top ``k``) and this
-        library's turn-level ``recall@k`` beside them, means over the questions, from the
-        stored rankings; ``{}`` for another data set."""
-        if self.dataset != "locomo" or not self.queries:
+        """For LoCoMo and LongMemEval, per method, the figures published work reports
+        (docs/recall.md#figures-other-work-reports): ``session_any@k`` (a session of the evidence
+        among the top ``k`` turns' sessions; LongMemEval: of ``answer_session_ids``),
+        ``recall_all@k`` (every evidence turn in the top ``k``) and this library's turn-level
+        ``recall@k`` beside them, means over the questions, from the stored rankings; ``{}`` for
+        another data set."""
+        session_of = _session_unit(self.dataset)
+        if session_of is None or not self.queries:
             return {}
-        from .locomo import session_of
-        from .metrics import recall_all_at_k, recall_any_at_k, recall_at_k
+        from .metrics import recall_all_at_k, recall_any_at_k, recall_at_k, session_any_at_k
+
+        def session_any(q: QueryRun, m: str, k: int) -> float:
+            if q.sessions:
+                return session_any_at_k(q.rankings[m], q.sessions, k, session_of=session_of)
+            return recall_any_at_k(q.rankings[m], q.relevant, k, unit=session_of)
 
         out: dict[str, dict[str, float]] = {}
         for m in self.methods:
@@ -214,10 +237,7 @@ class EvalResult:
                 row[f"recall@{k}"] = mean(
                     recall_at_k(q.rankings[m], q.relevant, k) for q in self.queries
                 )
-                row[f"session_any@{k}"] = mean(
-                    recall_any_at_k(q.rankings[m], q.relevant, k, unit=session_of)
-                    for q in self.queries
-                )
+                row[f"session_any@{k}"] = mean(session_any(q, m, k) for q in self.queries)
                 row[f"recall_all@{k}"] = mean(
                     recall_all_at_k(q.rankings[m], q.relevant, k) for q in self.queries
                 )
@@ -301,6 +321,20 @@ class EvalResult:
     def read_json(cls, path: str | Path) -> EvalResult:
         """Read a file written by :meth:`write_json`."""
         return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+def _session_unit(dataset: str) -> Callable[[str], str] | None:
+    """The function from a turn's entry name to its session for ``dataset``'s names, ``None``
+    when its entries are not turns of sessions (BEIR)."""
+    if dataset == "locomo":
+        from .locomo import session_of
+
+        return session_of
+    if dataset == "longmemeval":
+        from .longmemeval import haystack_session_of
+
+        return haystack_session_of
+    return None
 
 
 def _fmt(value: float) -> str:

@@ -60,6 +60,7 @@ from .harness import (
     timings_of,
 )
 from .locomo import CATEGORY_NAMES, TurnFormat, load_locomo, turn_entries
+from .longmemeval_run import evaluate_longmemeval
 from .result import EvalResult, QueryRun
 
 if TYPE_CHECKING:
@@ -349,11 +350,15 @@ def _scope_name(dataset: str) -> str:
 
 
 def evaluate(dataset: str, *, limit: int | None = None, **options: Any) -> EvalResult:
-    """Run :func:`evaluate_locomo` (``dataset="locomo"``; ``limit`` = conversations) or
-    :func:`evaluate_beir` (any other name; ``limit`` = queries), passing ``options`` on.
+    """Run :func:`evaluate_locomo` (``dataset="locomo"``; ``limit`` = conversations),
+    :func:`~agentmemory.eval.longmemeval_run.evaluate_longmemeval` (``"longmemeval"``; ``limit`` =
+    questions of the file) or :func:`evaluate_beir` (any other name; ``limit`` = queries), passing
+    ``options`` on.
 
     This is what ``agentmemory eval <dataset> --limit N`` calls.
     """
     if dataset == "locomo":
         return evaluate_locomo(conversations=limit, **options)
+    if dataset == "longmemeval":
+        return evaluate_longmemeval(questions=limit, **options)
     return evaluate_beir(dataset=dataset, queries=limit, **options)

@@ -138,7 +138,11 @@ def test_usage_errors_are_one_line_with_exit_status_2(store_dir: Path) -> None:
         (["get", "no-slash"], "'no-slash' is not SCOPE/NAME", "get --help')"),
         (["search"], "Missing argument 'QUERY...'", "search --help')"),
         (["render", "--scope", "user"], "No such option '--scope'", "render --help')"),
-        (["eval", "nope"], "'nope' is not one of 'locomo', 'scifact'", "eval --help')"),
+        (
+            ["eval", "nope"],
+            "'nope' is not one of 'locomo', 'longmemeval', 'scifact'",
+            "eval --help')",
+        ),
         (["--bogus"], "No such option '--bogus'", " --help')"),
     ]
     for args, *words in cases:  # CliRunner names the program "main", not "agentmemory"
