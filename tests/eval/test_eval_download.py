@@ -15,7 +15,15 @@ from typing import ClassVar
 import pytest
 
 from agentmemory.errors import DataNotFoundError, DownloadError
-from agentmemory.eval import download, fetch_dataset, find_data, load_locomo, locate_data
+from agentmemory.eval import (
+    LONGMEMEVAL_SHA256,
+    LONGMEMEVAL_URL,
+    download,
+    fetch_dataset,
+    find_data,
+    load_locomo,
+    locate_data,
+)
 
 BODY = b'[{"sample_id": "conv-1", "conversation": {}, "qa": []}]\n' * 2000  # ~110 KB
 BODY_SHA256 = hashlib.sha256(BODY).hexdigest()
@@ -143,6 +151,28 @@ def test_fetch_locomo_into_a_cache_then_find_it(
     assert find_data("locomo", tmp_path) == got
     with pytest.raises(ValueError):  # the test body is not a real LoCoMo file
         load_locomo(got)
+
+
+def test_fetch_longmemeval_into_a_folder_then_evaluate_reads_it(
+    server: tuple[str, type[_Handler]], tmp_path: Path
+) -> None:
+    url, handler = server
+    fixture = Path(__file__).resolve().parents[1] / "data" / "longmemeval_fixture.json"
+    handler.files["/longmemeval_s_cleaned.json"] = fixture.read_bytes()
+    said: list[str] = []
+    got = locate_data(
+        "longmemeval",
+        tmp_path,
+        download=True,
+        announce=said.append,
+        url=f"{url}/longmemeval_s_cleaned.json",
+    )
+    assert got == tmp_path / "longmemeval" / "longmemeval_s_cleaned.json"
+    assert got.read_bytes() == fixture.read_bytes()  # no digest is known, so none is checked
+    assert said and "longmemeval" in said[0]
+    assert find_data("longmemeval", tmp_path) == got
+    assert LONGMEMEVAL_SHA256 is None
+    assert LONGMEMEVAL_URL.startswith("https://huggingface.co/datasets/xiaowu0162/")
 
 
 def _beir_zip() -> bytes:
