@@ -17,12 +17,14 @@ holding its index) has nothing to measure meaning with: the check finds nothing 
 
 from __future__ import annotations
 
+import inspect
+import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .entries import Entry
-from .errors import AgentMemoryError, RecallModeError, ToolConfigError
+from .errors import AgentMemoryError, EmptyQueryError, RecallModeError, ToolConfigError
 
 if TYPE_CHECKING:
     from .store import Store
@@ -40,6 +42,8 @@ __all__ = [
     "duplicate_words",
     "near_duplicates",
 ]
+
+log = logging.getLogger("agentmemory.duplicates")
 
 DUPLICATE_FLOOR = 0.66
 """The cosine similarity (unitless, in [-1, 1]) from which an entry counts as a near-duplicate of
@@ -157,35 +161,41 @@ def near_duplicates(
     of its scope named in ``exclude`` (the one it supersedes).
 
     ``entry``'s text is what the vector index embeds for it (its description, then its
-    content: docs/recall.md#windows), ranked by ``store.recall(..., mode="vector")``, so
-    entries out of date today are not named (docs/kinds.md#out-of-date-on-purpose-only).
+    content: docs/recall.md#windows), ranked by ``store.recall(..., mode="vector")`` with the
+    store's reranker off (``rerank=False`` where ``recall`` takes it), so the figure is the
+    cosine and entries out of date today are not named (docs/kinds.md#out-of-date-on-purpose-only).
     Reads only. ``[]`` when the store has no vector leg, when ``entry``'s text has no word, or
-    when the vector leg cannot run now (its reason is in the hits' ``unavailable``).
+    when the vector leg cannot run now: held by another process (its reason is in the hits'
+    ``unavailable``), or failing (a damaged index, a server that does not answer: logged as a
+    warning on ``agentmemory.duplicates``, and the save goes on as it would without the check).
     """
     from recallers import tokenize
 
-    from .errors import EmptyQueryError
-
     text = f"{entry.description}\n\n{entry.content}" if entry.description else entry.content
     skip = {entry.name, *exclude}
+    # a store's reranker would reorder the hits by its own score (and cost a model call)
+    recall: Any = store.recall  # rerank is not in the Store protocol; most stores take it
+    options = {"rerank": False} if "rerank" in inspect.signature(recall).parameters else {}
     try:
-        hits = store.recall(text, scopes=list(scopes), limit=limit + len(skip), mode="vector")
+        hits = recall(text, scopes=list(scopes), limit=limit + len(skip), mode="vector", **options)
     except (RecallModeError, EmptyQueryError):
         return []
+    except Exception as exc:  # the check is advice: a failing vector leg never costs the write
+        log.warning("near-duplicate check skipped for %s: %s", entry.key, exc)
+        return []
     terms = set(tokenize(text))
-    out: list[NearDuplicate] = []
+    near: list[tuple[float, Entry]] = []
     for hit in hits:
         found = hit.entry
-        if found.scope == entry.scope and found.name in skip:
-            continue
         leg = hit.legs.get("vector")
-        cosine = leg.score if leg is not None else hit.score
-        if cosine < floor:
-            break  # nearest first: the rest are further
+        cosine = float(leg.score if leg is not None else hit.score)
+        if cosine >= floor and not (found.scope == entry.scope and found.name in skip):
+            near.append((cosine, found))
+    near.sort(key=lambda pair: -pair[0])  # stable: the store's order among equal cosines
+    out = []
+    for cosine, found in near[:limit]:
         held = set(tokenize(f"{found.description}\n\n{found.content}"))
-        out.append(NearDuplicate(found, float(cosine), len(terms & held), len(terms)))
-        if len(out) == limit:
-            break
+        out.append(NearDuplicate(found, cosine, len(terms & held), len(terms)))
     return out
 
 
@@ -195,21 +205,58 @@ def duplicate_words(duplicates: Sequence[NearDuplicate]) -> str:
     return _listed(duplicates)
 
 
-def cure_words(
-    duplicates: Sequence[NearDuplicate], scope: str, *, patch: str, supersedes: str
-) -> str:
-    """What a writer of ``scope`` can do instead of saving a second copy: edit the nearest
-    entry of its own scope with ``patch`` (the tool or command that edits; a format that may
-    name its ``{key}``), or save with ``supersedes`` (a format with its ``{name}``) to replace
-    it; for near-duplicates only in
-    other scopes (read-only to it, or another scope), save only what they do not say."""
+@dataclass(frozen=True, slots=True)
+class Cures:
+    """How a writer says the cures in its own terms: formats naming ``{key}`` (``scope/name``)
+    or ``{name}``.
+
+    Attributes:
+        patch: edit an entry (``"memory_patch"``).
+        supersedes: save with a ``supersedes`` (``'supersedes "{name}"'``).
+        forget: forget an entry (``"memory_forget"``).
+        others_writable: the writer may write every scope (the command line), not only the
+            scope it saves in.
+    """
+
+    patch: str
+    supersedes: str
+    forget: str
+    others_writable: bool = False
+
+
+def cure_words(duplicates: Sequence[NearDuplicate], key: str, cures: Cures, *, landed: bool) -> str:
+    """What the writer of ``key`` can do so the memory keeps one copy, for the nearest of
+    ``duplicates`` it can act on (first of its own scope, else any when ``others_writable``).
+
+    Refused (``landed`` false): edit that entry, or save with ``supersedes`` to replace it (its
+    own scope only). Landed: save ``key`` again with ``supersedes`` (it retires that entry), or
+    forget ``key``. Near-duplicates only in scopes the writer may only read: save (or keep) only
+    what they do not already say."""
+    scope = key.split("/", 1)[0]
     own = next((d for d in duplicates if d.entry.scope == scope), None)
+    if own is None and cures.others_writable and duplicates:
+        own = duplicates[0]
     if own is None:
-        return "they are in other scopes; save only what they do not already say"
-    return (
-        f"if it restates {own.key}, edit that entry with {patch.format(key=own.key)}, or save with "
-        f"{supersedes.format(name=own.entry.name)} to replace it"
-    )
+        if landed:
+            return (
+                "they are in scopes this writer only reads; if it restates one, forget "
+                f"{key} with {cures.forget.format(key=key)}"
+            )
+        return "they are in scopes this writer only reads; save only what they do not already say"
+    fields = {"key": own.key, "name": own.entry.name}
+    same = own.entry.scope == scope
+    if landed:
+        again = (
+            f"save {key} again with {cures.supersedes.format(**fields)} (it retires {own.key}), "
+            if same
+            else ""
+        )
+        return (
+            f"if it restates {own.key}, keep one copy: {again}"
+            f"{'or ' if again else ''}forget {key} with {cures.forget.format(key=key)}"
+        )
+    replace = f", or save with {cures.supersedes.format(**fields)} to replace it" if same else ""
+    return f"if it restates {own.key}, edit that entry with {cures.patch.format(**fields)}{replace}"
 
 
 def _listed(duplicates: Sequence[NearDuplicate]) -> str:

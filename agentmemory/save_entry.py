@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from .duplicates import (
     DEFAULT_DUPLICATE_POLICY,
     DUPLICATE_FLOOR,
+    Cures,
     NearDuplicate,
     NearDuplicateError,
     check_duplicate_floor,
@@ -35,7 +36,16 @@ from .rules import DEFAULT_MAX_ENTRY_BYTES
 if TYPE_CHECKING:
     from embedders import Embedder
 
-__all__ = ["Saved", "meta_for_save", "save_entry"]
+__all__ = ["CLI_CURES", "Saved", "meta_for_save", "save_entry"]
+
+CLI_CURES = Cures(
+    patch="'agentmemory save {key}'",
+    supersedes="--supersedes {name}",
+    forget="'agentmemory forget {key}'",
+    others_writable=True,
+)
+"""The cures for near-duplicates in ``agentmemory save``'s terms: the command line may write
+every scope (:func:`agentmemory.duplicates.cure_words`)."""
 
 
 def meta_for_save(
@@ -116,7 +126,8 @@ def save_entry(
        entries of every scope of the store, but the entry itself and the one it supersedes
        (:func:`agentmemory.duplicates.near_duplicates` from ``duplicate_floor``;
        docs/contract.md#near-duplicates-at-save-time): ``"report"`` returns them in
-       :attr:`Saved.duplicates`, ``"refuse"`` refuses the save when there are any.
+       :attr:`Saved.duplicates`; ``"refuse"`` refuses a save that would add a copy (a new
+       entry without ``supersedes``) when there are any, and reports them for any other.
     6. The put (``if_hash``, ``session``). A vector update that fails after the journal commit is
        a success: :attr:`Saved.index_error`. A store whose vector index cannot be opened (held
        by another process, damaged, read-only) opens its journal alone (:func:`agentmemory.open_store`)
@@ -133,8 +144,8 @@ def save_entry(
             ``supersedes`` names no live entry (step 4); nothing is written.
         EntryTooLargeError: ``content`` over ``max_entry_bytes``; nothing is written.
         ConflictError: ``if_hash`` does not hold; nothing is written.
-        NearDuplicateError: ``duplicates="refuse"`` and near-duplicates were found (step 5);
-            nothing is written.
+        NearDuplicateError: ``duplicates="refuse"``, a new entry without ``supersedes``, and
+            near-duplicates were found (step 5); nothing is written.
         ToolConfigError: ``duplicates`` is not a policy or ``duplicate_floor`` not in (0, 1].
         NoStoreError: ``path`` holds no store and ``supersedes`` was given (or ``path`` is a
             file).
@@ -183,6 +194,10 @@ def save_entry(
         based_on = stored.hash if keeps and stored is not None else None
         near: tuple[NearDuplicate, ...] = ()
         if policy != "off":
+            try:
+                stored_before = stored if meta is None else store.get(scope, name)
+            except NotFoundError:
+                stored_before = None
             every = store.scopes() if callable(getattr(store, "scopes", None)) else [scope]
             near = tuple(
                 near_duplicates(
@@ -193,13 +208,8 @@ def save_entry(
                     exclude=() if supersedes is None else (supersedes,),
                 )
             )
-            if near and policy == "refuse":
-                cure = cure_words(
-                    near,
-                    scope,
-                    patch="'agentmemory save {key}'",
-                    supersedes="--supersedes {name}",
-                )
+            if near and policy == "refuse" and stored_before is None and supersedes is None:
+                cure = cure_words(near, entry.key, CLI_CURES, landed=False)
                 raise NearDuplicateError(entry.key, near, cure)
         try:
             change = store.put(entry, if_hash=if_hash, based_on=based_on, session=session)

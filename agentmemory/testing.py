@@ -535,8 +535,9 @@ def case_near_duplicates(h: Harness) -> None:
     """The near-duplicate check of ``memory_save`` (docs/contract.md#near-duplicates-at-save-time):
     on a store with a vector leg, a copy of a live entry under another name is named
     (``report``) or refused with nothing written (``refuse``); the entry itself, the one a save
-    supersedes, superseded entries and unrelated content are never named; a copy of an entry of
-    a read-only scope is named too; ``off`` names nothing. On a store without one, every save
+    supersedes, superseded entries, entries of scopes the tools do not read and unrelated content
+    are never named; a copy of an entry of a read-only scope is named too; a replace lands under
+    ``refuse`` (it adds no copy) and names them; ``off`` names nothing. On a store without one, every save
     lands and names nothing. Only exact copies count as near here, so the case holds with any
     embedder (a copy's cosine is 1)."""
     from .tools import tools
@@ -545,6 +546,7 @@ def case_near_duplicates(h: Harness) -> None:
     with h.store() as st:
         st.put(Entry("user", "editor", fact))
         st.put(Entry("team", "style", "Tabs, not spaces, in Go code."))
+        st.put(Entry("secret", "copy", fact))  # a scope these tools may not read
         vectors = _has_vector_leg(st)
 
         def save(policy: str, **args: str) -> tuple[bool, tuple[str, ...], str]:
@@ -555,7 +557,8 @@ def case_near_duplicates(h: Harness) -> None:
         before = len(_journal(st))
         refused, named, text = save("refuse", name="dark", content=fact)
         if vectors:
-            assert refused and "user/editor" in text and "memory_patch" in text, text
+            assert refused and named == ("user/editor",), text  # never secret/copy
+            assert "memory_patch" in text and 'supersedes "editor"' in text, text
             assert len(_journal(st)) == before, "a refused save reached the journal"
             _raises(NotFoundError, lambda: st.get("user", "dark"))
         else:
@@ -568,6 +571,9 @@ def case_near_duplicates(h: Harness) -> None:
         refused, named, text = save("report", name="again", content=fact)
         assert not refused
         assert named == (("user/editor-v2",) if vectors else ()), text  # not the superseded one
+        # refuse stops a new copy only: replacing an entry adds none, so it lands and names
+        refused, named, text = save("refuse", name="again", content=fact)
+        assert not refused and named == (("user/editor-v2",) if vectors else ()), text
         named = save("report", name="tabs", content="Tabs, not spaces, in Go code.")[1]
         assert named == (("team/style",) if vectors else ()), named
         assert save("off", name="again-2", content=fact)[1] == ()

@@ -2,10 +2,12 @@
 (docs/contract.md#near-duplicates-at-save-time).
 
     .venv/bin/python benchmarks/duplicate_check.py [--sizes 10000,100000] [--saves 60] [--dim 384]
+        [--embedder onnx:all-MiniLM-L6-v2]
 
 One ChromaStore per size, filled with the synthetic short entries of ``benchmarks/recall.py``
 and hashing vectors (``--dim``; the real model's embedding of the new text, about 5 ms here,
-comes on top of both the save and the check, so this is the check's search cost). Rows (ms,
+is in the save and once more in the check: ``--embedder NAME`` measures with a real model, on
+smaller sizes since every entry is embedded to fill the store). Rows (ms,
 median and p95 over ``--saves`` saves of new entries, the two kinds alternated in the same run):
 
 * ``memory_save, duplicates off``: the baseline, a ``memory_save`` tool call that does not look.
@@ -23,6 +25,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from recall import SCOPE, corpus, p95  # the entries and the percentile recall.py uses
 
@@ -32,11 +35,11 @@ from agentmemory.tools import tools
 from embedders import HashingEmbedder
 
 
-def bench(n: int, saves: int, dim: int, work: Path) -> list[list[str]]:
+def bench(n: int, saves: int, embedder: Any, work: Path) -> list[list[str]]:
     entries, queries = corpus(n + 2 * saves)
     stored, fresh = entries[:n], entries[n:]
     t = time.perf_counter()
-    store = ChromaStore.open(work / f"chroma-{n}", embedder=HashingEmbedder(dim))
+    store = ChromaStore.open(work / f"chroma-{n}", embedder=embedder)
     for start in range(0, n, 5000):
         store.put_many(stored[start : start + 5000])
     print(f"  {n:,}: filled in {time.perf_counter() - t:.1f} s", file=sys.stderr)
@@ -83,12 +86,20 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--saves", type=int, default=60)
     parser.add_argument("--dim", type=int, default=384)
+    parser.add_argument("--embedder", default=None, help="a registry name (default: hashing)")
     parser.add_argument("--threads", type=int, default=1)  # read by recall.py before numpy loads
     args = parser.parse_args()
     rows: list[list[str]] = []
+    if args.embedder is None:
+        embedder: Any = HashingEmbedder(args.dim)
+    else:
+        import embedders
+
+        embedder = embedders.get(args.embedder)
+    print(f"embedder {embedder.name}", file=sys.stderr)
     with tempfile.TemporaryDirectory() as tmp:
         for n in (int(s) for s in args.sizes.split(",")):
-            rows += bench(n, args.saves, args.dim, Path(tmp))
+            rows += bench(n, args.saves, embedder, Path(tmp))
     print("| entries | what | median ms | p95 ms | saves | x off |")
     print("|---|---|---|---|---|---|")
     for r in rows:

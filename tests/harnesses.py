@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -34,7 +35,7 @@ import pytest
 from agentmemory import ChromaStore, FileStore, MemStore, SqliteStore, Store
 from agentmemory.stores.base import utc_now
 from agentmemory.testing import Harness
-from embedders import HashingEmbedder
+from embedders import HashingEmbedder, packaged_model_path
 
 LOCAL_KINDS = ("chroma", "file", "file-vectors", "mem", "sqlite")
 """The kinds :func:`open_kind` opens: no server needed."""
@@ -199,3 +200,36 @@ KINDS: dict[str, StoreKind] = {
     "sqlite": StoreKind(_local("sqlite"), quick=True),
 }
 """Every store kind, by name; the conformance suite runs over all of them."""
+
+
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "vocab.txt",
+    "special_tokens_map.json",
+)
+
+
+def build_cross_encoder(folder: Path, **config: int) -> Path:
+    """A BERT cross-encoder (one score per pair) with random weights (seed 0), saved in ``folder``
+    with the packaged all-MiniLM-L6-v2's tokenizer files: what ``CrossEncoder.save_pretrained``
+    leaves, built offline."""
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification
+
+    folder.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(0)
+    BertForSequenceClassification(BertConfig(num_labels=1, **config)).save_pretrained(folder)
+    source = packaged_model_path()
+    for name in TOKENIZER_FILES:
+        shutil.copy(source / name, folder / name)
+    return folder
+
+
+TINY = {
+    "hidden_size": 32,
+    "num_hidden_layers": 1,
+    "num_attention_heads": 2,
+    "intermediate_size": 64,
+}
+"""The tiny model's shape (about 1M parameters, almost all the 30,522-word embedding table)."""

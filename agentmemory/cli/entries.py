@@ -93,7 +93,7 @@ def save_command(
     When live entries say nearly the same (by meaning), it names up to 3 of them on stderr
     (with --json, the member "duplicates"); --duplicates refuse refuses such a save instead.
     """
-    from ..save_entry import save_entry
+    from ..save_entry import CLI_CURES, save_entry
     from ..wire import encode_change, go_json
 
     scope, name = parse_key(key)
@@ -158,12 +158,7 @@ def save_command(
             "and stays in the journal"
         )
     if saved.duplicates:
-        cure = cure_words(
-            saved.duplicates,
-            scope,
-            patch="'agentmemory save {key}'",
-            supersedes="--supersedes {name}",
-        )
+        cure = cure_words(saved.duplicates, change.entry.key, CLI_CURES, landed=True)
         note(f"near-duplicates: {duplicate_words(saved.duplicates)}; {cure}")
 
 

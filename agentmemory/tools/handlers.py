@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..duplicates import (
+    Cures,
     NearDuplicate,
     NearDuplicateError,
     cure_words,
@@ -44,10 +45,8 @@ from .tool import ToolResult, error
 __all__ = ["PATCH_ATTEMPTS", "Handlers"]
 
 
-def cure(near: Sequence[NearDuplicate], scope: str) -> str:
-    """What the model can do instead of keeping two copies (:func:`cure_words` in the tools'
-    terms)."""
-    return cure_words(near, scope, patch="memory_patch", supersedes='supersedes "{name}"')
+TOOL_CURES = Cures(patch="memory_patch", supersedes='supersedes "{name}"', forget="memory_forget")
+"""The cures for near-duplicates in the tools' terms (:func:`agentmemory.duplicates.cure_words`)."""
 
 
 log = logging.getLogger("agentmemory.tools")
@@ -109,6 +108,10 @@ class Handlers:
                     return body(args)
             except _Refused as exc:
                 return error(str(exc))
+            except NearDuplicateError as exc:  # the host gets what the text names
+                return ToolResult(
+                    for_model(exc, self.store), is_error=True, duplicates=exc.duplicates
+                )
             except AgentMemoryError as exc:
                 return error(for_model(exc, self.store))
 
@@ -197,7 +200,7 @@ class Handlers:
         else:
             based_on = None
         entry = Entry(scope=scope, name=name, content=content, meta=meta)
-        near = self._near_duplicates(entry, retired)
+        near = self._near_duplicates(entry, retired, new=stored is None)
         change, note = self._landed(self.store.put, entry, based_on=based_on)
         saved = "created" if stored is None else f"replaced {stored.size} bytes"
         line = (
@@ -212,17 +215,18 @@ class Handlers:
                 "and search and stays in the journal"
             )
         if near:
-            words = cure(near, scope)
-            line += (
-                f"; near-duplicates: {duplicate_words(near)}. {words[0].upper()}{words[1:]}, "
-                "so the memory keeps one copy of each fact"
-            )
+            words = cure_words(near, entry.key, TOOL_CURES, landed=True)
+            line += f"; near-duplicates: {duplicate_words(near)}. {words[0].upper()}{words[1:]}"
         return ToolResult(line + note, record=change, duplicates=tuple(near))
 
-    def _near_duplicates(self, entry: Entry, retired: Entry | None) -> list[NearDuplicate]:
+    def _near_duplicates(
+        self, entry: Entry, retired: Entry | None, *, new: bool
+    ) -> list[NearDuplicate]:
         """The near-duplicates of ``entry`` in every scope the tools read
         (docs/contract.md#near-duplicates-at-save-time), but the entry it retires; ``[]`` when
-        the policy is ``off``. Under ``refuse`` any found refuses the save: nothing is written.
+        the policy is ``off``. Under ``refuse``, any found refuses a save that would add a copy
+        (a ``new`` entry that retires none): nothing is written. A replace or a save that
+        supersedes adds none, so it lands and names them as under ``report``.
         """
         if self.duplicates == "off":
             return []
@@ -233,8 +237,9 @@ class Handlers:
             floor=self.duplicate_floor,
             exclude=() if retired is None else (retired.name,),
         )
-        if near and self.duplicates == "refuse":
-            raise NearDuplicateError(entry.key, near, cure(near, entry.scope))
+        if near and self.duplicates == "refuse" and new and retired is None:
+            words = cure_words(near, entry.key, TOOL_CURES, landed=False)
+            raise NearDuplicateError(entry.key, near, words)
         return near
 
     # ---- memory_patch (docs/contract.md#memory_patch)

@@ -6,7 +6,6 @@ the plumbing, not the quality), ``RerankedRecaller``, a ``ChromaStore`` with a r
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -15,11 +14,12 @@ import numpy.typing as npt
 import pytest
 from click.testing import CliRunner
 from conftest import need_shared_data
+from harnesses import TINY, build_cross_encoder
 
 from agentmemory import ChromaStore, Entry
 from agentmemory.cli import main
 from agentmemory.errors import RerankError
-from embedders import HashingEmbedder, packaged_model_path
+from embedders import HashingEmbedder
 from recallers import (
     BM25Index,
     BM25Recaller,
@@ -33,38 +33,6 @@ from recallers import (
     reranker_names,
 )
 from recallers.rerank import rerank_text
-
-TOKENIZER_FILES = (
-    "tokenizer.json",
-    "tokenizer_config.json",
-    "vocab.txt",
-    "special_tokens_map.json",
-)
-
-
-def build_cross_encoder(folder: Path, **config: int) -> Path:
-    """A BERT cross-encoder (one score per pair) with random weights (seed 0), saved in ``folder``
-    with the packaged all-MiniLM-L6-v2's tokenizer files: what ``CrossEncoder.save_pretrained``
-    leaves, built offline."""
-    import torch
-    from transformers import BertConfig, BertForSequenceClassification
-
-    folder.mkdir(parents=True, exist_ok=True)
-    torch.manual_seed(0)
-    BertForSequenceClassification(BertConfig(num_labels=1, **config)).save_pretrained(folder)
-    source = packaged_model_path()
-    for name in TOKENIZER_FILES:
-        shutil.copy(source / name, folder / name)
-    return folder
-
-
-TINY = {
-    "hidden_size": 32,
-    "num_hidden_layers": 1,
-    "num_attention_heads": 2,
-    "intermediate_size": 64,
-}
-"""The tiny model's shape (about 1M parameters, almost all the 30,522-word embedding table)."""
 
 
 @pytest.fixture(scope="module")

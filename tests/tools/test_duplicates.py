@@ -91,7 +91,10 @@ def test_the_mcp_server_names_a_restatement_and_refuses_it_under_refuse(tmp_path
     saved = got[1][1]
     assert saved.startswith("Saved user/editor-theme ")
     assert "near-duplicates: user/editor (cosine 0." in saved, saved
-    assert 'edit that entry with memory_patch, or save with supersedes "editor"' in saved
+    assert (
+        'keep one copy: save user/editor-theme again with supersedes "editor" (it retires '
+        "user/editor), or forget user/editor-theme with memory_forget" in saved
+    ), saved
     assert "near-duplicates" not in got[2][1], got[2][1]  # the unrelated save names nothing
 
     before = journal_of(folder)
@@ -108,7 +111,8 @@ def test_the_mcp_server_names_a_restatement_and_refuses_it_under_refuse(tmp_path
     error, text = got[0]
     assert error, text
     assert text.startswith("agentmemory: user/vim-theme was not saved: its content is a near-")
-    assert "user/editor" in text and text.endswith("nothing was written")
+    assert 'edit that entry with memory_patch, or save with supersedes "editor' in text, text
+    assert text.endswith("nothing was written")
     assert journal_of(folder)[: len(before)] == before
     assert [key for _, key, _ in journal_of(folder)[len(before) :]] == ["user/pets"]
 
@@ -140,3 +144,26 @@ def test_agentmemory_save_reports_refuses_and_says_so_in_json(tmp_path: Path) ->
     assert journal_of(tmp_path / "store") == before
     r = run("save", "user/dark", RESTATED, *common, "--duplicates", "off")
     assert r.exit_code == 0 and "near-duplicates" not in r.stderr
+
+
+def test_a_store_with_a_reranker_still_names_a_copy_by_its_cosine(tmp_path: Path) -> None:
+    """The check ranks by cosine with the store's reranker off: a random tiny cross-encoder
+    (built offline; it puts the copy below unrelated entries) must not hide an exact copy."""
+    from harnesses import TINY, build_cross_encoder
+
+    from agentmemory import ChromaStore, Entry, tools
+    from embedders import HashingEmbedder
+    from recallers import CrossEncoderReranker
+
+    folder = build_cross_encoder(tmp_path / "ce", **TINY)
+    reranker = CrossEncoderReranker(folder)
+    others = [f"Unrelated note {i} about the garden, the bus and lunch." for i in range(6)]
+    with ChromaStore.open(tmp_path / "c", embedder=HashingEmbedder(), reranker=reranker) as st:
+        st.put(Entry("user", "editor", STORED))
+        for i, text in enumerate(others):
+            st.put(Entry("user", f"other-{i}", text))
+        reranked = st.recall(STORED, scopes=["user"], limit=7, mode="vector")
+        assert reranked[0].entry.name != "editor"  # the reranker would hide the copy
+        kit = {t.name: t for t in tools(st, ["user"], duplicates="refuse")}
+        got = kit["memory_save"]({"name": "dark", "content": STORED})
+        assert got.is_error and [d.key for d in got.duplicates] == ["user/editor"], got.text
