@@ -100,6 +100,7 @@ OURS_ON_IMPORT = {
     "embedders.model_folder",
     "embedders.onnx_embedder",
     "embedders.protocol",
+    "embedders.recent",
     "embedders.registry",
     "embedders.sentence_transformer",
     "embedders.torch_runtime",

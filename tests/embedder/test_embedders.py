@@ -7,10 +7,12 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 import embedders
@@ -527,3 +529,38 @@ def test_weights_digest_covers_every_weight_file(tmp_path: Path) -> None:
 def test_run_options_under_one_are_refused_by_name(cls: type, option: str) -> None:
     with pytest.raises(ValueError, match=f"^{option} is 0; it must be at least 1$"):
         cls(**{option: 0})
+
+
+class CountingEmbedder(HashingEmbedder):
+    """The hashing embedder, counting the texts it is asked to embed."""
+
+    def __init__(self) -> None:
+        super().__init__(64)
+        self.texts: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        self.texts += list(texts)
+        return super().embed(texts)
+
+
+def test_recent_vectors_gives_the_inner_rows_and_embeds_a_repeated_text_once() -> None:
+    from embedders.recent import RECENT_CALL_TEXTS, RECENT_TEXTS, RecentVectors
+
+    inner = CountingEmbedder()
+    recent = RecentVectors(inner)
+    plain = HashingEmbedder(64)
+    assert (recent.name, recent.dim, recent.fingerprint) == (inner.name, 64, inner.fingerprint)
+    first = recent.embed(["dark mode in vim"])
+    again = recent.embed(["tmux", "dark mode in vim", "tmux"])
+    assert np.array_equal(first, plain.embed(["dark mode in vim"]))
+    assert np.array_equal(again, plain.embed(["tmux", "dark mode in vim", "tmux"]))
+    assert again.dtype == np.float32 and recent.embed([]).shape == (0, 64)
+    assert inner.texts == ["dark mode in vim", "tmux"]  # each text once
+    bulk = [f"note {i}" for i in range(RECENT_CALL_TEXTS + 1)]
+    recent.embed(bulk)
+    recent.embed(bulk[:1])
+    assert inner.texts[2:] == [*bulk, bulk[0]]  # a bulk call is not remembered
+    for i in range(RECENT_TEXTS):
+        recent.embed([f"other {i}"])
+    recent.embed(["dark mode in vim"])  # pushed out by newer texts: embedded again
+    assert inner.texts[-1] == "dark mode in vim"

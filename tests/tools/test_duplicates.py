@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -167,3 +168,35 @@ def test_a_store_with_a_reranker_still_names_a_copy_by_its_cosine(tmp_path: Path
         kit = {t.name: t for t in tools(st, ["user"], duplicates="refuse")}
         got = kit["memory_save"]({"name": "dark", "content": STORED})
         assert got.is_error and [d.key for d in got.duplicates] == ["user/editor"], got.text
+
+
+@pytest.mark.parametrize("kind", ["chroma", "markdown"])
+def test_a_save_that_checks_for_duplicates_embeds_its_text_once(tmp_path: Path, kind: str) -> None:
+    """The check embeds the new text as a query and the put embeds it for the index: the
+    store remembers the vector, so the model is called once for it (benchmarks/README.md,
+    "Near-duplicates at save time")."""
+    from agentmemory import ChromaStore, FileStore, Store, tools
+    from embedders import HashingEmbedder
+
+    class Counting(HashingEmbedder):
+        def __init__(self) -> None:
+            super().__init__(64)
+            self.texts: list[str] = []
+
+        def embed(self, texts: Any) -> Any:
+            self.texts += list(texts)
+            return super().embed(texts)
+
+    counting = Counting()
+    st: Store = (
+        ChromaStore.open(tmp_path / "c", embedder=counting)
+        if kind == "chroma"
+        else FileStore(tmp_path / "f", embedder=counting)
+    )
+    with st:
+        kit = {t.name: t for t in tools(st, ["user"])}
+        for name, text in (("editor", STORED), ("deploys", UNRELATED)):
+            assert not kit["memory_save"]({"name": name, "content": text}).is_error
+        assert counting.texts.count(STORED) == 1 and counting.texts.count(UNRELATED) == 1
+        hits = st.recall(STORED, scopes=["user"], mode="vector")
+        assert hits[0].entry.name == "editor"  # the remembered vector is the right one

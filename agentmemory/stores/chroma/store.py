@@ -60,6 +60,7 @@ from agentmemory.rules import DEFAULT_MAX_ENTRY_BYTES, check_scope
 from agentmemory.stores.base import StoreBase, utc_now
 from agentmemory.stores.sqlite.store import DEFAULT_BUSY_TIMEOUT_S, SqliteStore
 from embedders import Embedder, same_vectors, window_layout
+from embedders.recent import RecentVectors
 from recallers import DEFAULT_FUSION, DEFAULT_RERANK_CANDIDATES, BM25Recaller, Hit, VectorRecaller
 
 from .clients import (
@@ -147,7 +148,10 @@ class ChromaStore(Purging, IndexUpkeep, StoreBase):
             raise TypeError("ChromaStore needs a folder path, or journal= and client=")
         self._dir = Path(path) if path is not None else None
         self._where = str(path) if path is not None else journal.where if journal else ""
-        self._embedder = embedder
+        # the same text embedded twice in a row (a save's duplicate check, then its put) costs
+        # one model call
+        self._embedder: Embedder = RecentVectors(embedder)
+        self._given_embedder = embedder
         self._pid = os.getpid()
         self._fusion = options.get("fusion", DEFAULT_FUSION)
         self._reranker = resolve_reranker(options.get("reranker"))
@@ -400,7 +404,7 @@ class ChromaStore(Purging, IndexUpkeep, StoreBase):
     @property
     def embedder(self) -> Embedder:
         """The embedder that makes this store's vectors (and should embed its queries)."""
-        return self._embedder
+        return self._given_embedder
 
     @property
     def collection_prefix(self) -> str:

@@ -558,7 +558,7 @@ class FileStore(Purging, StoreBase):
         fuses them by the default fusion (docs/recall.md#the-default-fusion)."""
         vector = None
         if self._vectors is not None:
-            vector = VectorRecaller(self, self._vectors.embedder)
+            vector = VectorRecaller(self, self._vectors.query_embedder)
         return BM25Recaller(self), vector
 
     # -- lifetime --------------------------------------------------------------------------------

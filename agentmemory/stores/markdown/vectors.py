@@ -43,6 +43,7 @@ from agentmemory.stores.chroma.index import DEFAULT_COLLECTION_PREFIX, ChromaInd
 from agentmemory.stores.chroma.sync import embed_entries
 from agentmemory.wording import counted
 from embedders import WHOLE_TEXT, Embedder, same_vectors, window_layout
+from embedders.recent import RecentVectors
 
 from .atomic_write import write_atomic
 from .journal_file import JOURNAL_NAME, journal_head, scan_journal
@@ -150,7 +151,9 @@ class FolderVectors:
         self._root = root
         self._folder = root / VECTORS_FOLDER
         self._folder.mkdir(exist_ok=True)
-        self._embedder = embedder
+        self._given = embedder
+        # a save's duplicate check embeds the new text as a query, then the put embeds it again
+        self._embedder: Embedder = RecentVectors(embedder)
         self._lock = _folder_lock(self._folder)
         try:
             client = open_folder(self._folder, lock_timeout_s)
@@ -180,7 +183,14 @@ class FolderVectors:
 
     @property
     def embedder(self) -> Embedder:
-        """The embedder of queries and entries."""
+        """The embedder of queries and entries, as it was given."""
+        return self._given
+
+    @property
+    def query_embedder(self) -> Embedder:
+        """:attr:`embedder` remembering its last few vectors (:class:`embedders.recent.RecentVectors`):
+        what the vector leg embeds queries with, so a text embedded as a query and then put costs
+        one model call."""
         return self._embedder
 
     @property
