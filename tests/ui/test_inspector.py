@@ -528,3 +528,85 @@ def test_writes_from_the_page_beside_a_running_mcp_server_land_and_the_server_se
                         await anyio.to_thread.run_sync(stop, running)
 
     anyio.run(main)
+
+
+def _start_args(*args: str) -> Inspector:
+    """``agentmemory ui`` with ``args`` (a store named by options, not by --path alone)."""
+    env = {**os.environ, "ANONYMIZED_TELEMETRY": "False", "HF_HUB_OFFLINE": "1"}
+    env.pop("AGENTMEMORY_PATH", None)
+    proc = subprocess.Popen(
+        [str(SCRIPT), "ui", "--no-browser", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline().strip()
+    if not line.startswith("http://127.0.0.1:"):
+        proc.kill()
+        raise AssertionError(f"no URL first: {line!r} {proc.stderr.read() if proc.stderr else ''}")
+    return Inspector(proc, line)
+
+
+def _pages(running: Inspector) -> dict[str, str]:
+    """Each page read with the token: the scopes, an entry, the block with the default policy
+    and a hint, a search and the health page; each must answer 200."""
+    t = f"token={running.token}"
+    out = {}
+    for key, path in (
+        ("scopes", f"/?{t}"),
+        ("entry", f"/entry/user/editor?{t}"),
+        ("block", f"/block?policy=default&hint=when+do+we+deploy&{t}"),
+        ("search", f"/search?q=dark+vim&{t}"),
+        ("health", f"/health?{t}"),
+    ):
+        code, body = _read(running.page(path))
+        assert code == 200, (path, body[:500])
+        out[key] = body
+    return out
+
+
+def _seeded(st: Any) -> None:
+    st.put(Entry("user", "editor", "Prefers dark mode in Vim.", {"type": "user"}))
+    st.put(Entry("project", "deploy", "Deploys go out on Tuesdays.", {"type": "project"}))
+
+
+def _check_pages(pages: dict[str, str]) -> None:
+    assert "editor" in pages["scopes"] and "deploy" in pages["scopes"]
+    assert "Prefers dark mode in Vim." in pages["entry"]
+    block = pages["block"]
+    assert "Per-turn part for the hint" in block
+    assert 'id="part"' in block and "Deploys go out on Tuesdays." in block.split('id="part"')[1]
+    assert "user/editor" in pages["search"]
+    assert "Everything checks out." in pages["health"], pages["health"][-2000:]
+
+
+def test_a_markdown_folder_is_inspected_and_ctrl_c_stops_it_cleanly(tmp_path: Path) -> None:
+    from agentmemory import FileStore
+
+    folder = tmp_path / "notes"
+    with FileStore(folder, embedder=embedder()) as st:
+        _seeded(st)
+    running = start(folder)
+    try:
+        _check_pages(_pages(running))
+    finally:
+        running.proc.send_signal(signal.SIGINT)  # what Ctrl-C sends
+        assert running.proc.wait(timeout=30) == 0, "Ctrl-C did not stop it cleanly"
+
+
+def test_a_postgres_journal_with_a_chroma_server_is_inspected(
+    pg_dsn: str, chroma_port: int
+) -> None:
+    from agentmemory import open_store
+
+    chroma = f"http://127.0.0.1:{chroma_port}"
+    with open_store(dsn=pg_dsn, chroma_url=chroma, embedder="hashing") as st:
+        _seeded(st)
+    running = _start_args("--dsn", pg_dsn, "--chroma-url", chroma, "--embedder", "hashing")
+    try:
+        pages = _pages(running)
+        _check_pages(pages)
+    finally:
+        stop(running)
