@@ -12,7 +12,7 @@ import click
 
 from ..render import DEFAULT_MAX_TOTAL_BYTES
 from .group import main, progress_muted
-from .opening import open_index, opening
+from .opening import embedder_named, open_args, opening
 from .options import (
     bytes_option,
     duplicates_options,
@@ -76,18 +76,28 @@ def mcp_command(
     for it. Stops when the client closes stdin.
     """
     logging.basicConfig(level=logging.WARNING)  # stderr: stdout carries the protocol
+    from agentmemory.opening import open_store
+
     from ..tools import ToolConfigError, check_tool_scopes
-    from ..tools.mcp_server import MemoryServer, serve_stdio
+    from ..tools.mcp_opening import OpeningServer, serve_stdio_opening
+    from ..tools.mcp_server import MemoryServer
 
     try:  # refuse bad scopes before the store folder is created or a model is loaded
         check_tool_scopes(scopes, read_scopes)
     except ToolConfigError as exc:
         raise click.UsageError(str(exc)) from None
-    store = open_index(path, embedder_name, create=True, shared=shared)
-    try:
+    embedder = embedder_named(embedder_name) if embedder_name is not None else None
+    where = open_args(path)  # read from the command line here; the store opens in a worker
+    opened: list[Any] = []
+
+    def open_memory() -> MemoryServer:
+        """Open the store (answered meanwhile: docs/contract.md#serving-over-mcp)."""
         from ..kinds import KindRegistry
 
-        server = MemoryServer(
+        with opening():
+            store = open_store(embedder=embedder, create=True, shared=shared, **where)
+        opened.append(store)
+        return MemoryServer(
             store,
             scopes,
             read_scopes=read_scopes,
@@ -97,9 +107,12 @@ def mcp_command(
             duplicates=duplicates,
             duplicate_floor=duplicate_floor,
         )
-        serve_stdio(server)
+
+    try:
+        serve_stdio_opening(OpeningServer(open_memory))
     finally:
-        store.close()
+        for store in opened:
+            store.close()
 
 
 @main.group("server", short_help="Start, stop or show the store's own Chroma server.")

@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import mcp_types as types
@@ -74,6 +74,52 @@ def _version() -> str:
         return version("agentmemory")
     except PackageNotFoundError:  # pragma: no cover - run from a source tree not installed
         return "0"
+
+
+class Handlers(Protocol):
+    """What answers each MCP request the server takes: :class:`MemoryServer`, or
+    :class:`agentmemory.tools.mcp_opening.OpeningServer` while the store opens."""
+
+    async def _list_tools(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult: ...
+
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult: ...
+
+    async def _list_resources(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult: ...
+
+    async def _read_resource(
+        self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult: ...
+
+    async def _list_prompts(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListPromptsResult: ...
+
+    async def _get_prompt(
+        self, ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult: ...
+
+
+def new_server(handlers: Handlers) -> Server[Any]:
+    """The SDK's low-level ``Server`` named :data:`SERVER_NAME`, with :func:`agentmemory.usage`
+    as its instructions, answering with ``handlers``' methods. ``initialize`` needs no store."""
+    return Server(
+        SERVER_NAME,
+        version=_version(),
+        title="Agent memory",
+        instructions=usage(),
+        on_list_tools=handlers._list_tools,
+        on_call_tool=handlers._call_tool,
+        on_list_resources=handlers._list_resources,
+        on_read_resource=handlers._read_resource,
+        on_list_prompts=handlers._list_prompts,
+        on_get_prompt=handlers._get_prompt,
+    )
 
 
 class MemoryServer:
@@ -138,18 +184,7 @@ class MemoryServer:
         )
         self.block_scopes = [*scopes, *read_scopes]
         self.max_total_bytes = max_total_bytes
-        self.server: Server[Any] = Server(
-            SERVER_NAME,
-            version=_version(),
-            title="Agent memory",
-            instructions=usage(),
-            on_list_tools=self._list_tools,
-            on_call_tool=self._call_tool,
-            on_list_resources=self._list_resources,
-            on_read_resource=self._read_resource,
-            on_list_prompts=self._list_prompts,
-            on_get_prompt=self._get_prompt,
-        )
+        self.server: Server[Any] = new_server(self)
 
     def _last_shown(self) -> Manifest | None:
         return self._shown

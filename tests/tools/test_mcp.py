@@ -480,3 +480,52 @@ def test_maintenance_beside_a_running_server_moves_nothing_and_the_server_keeps_
             proc.wait(timeout=120)
     done = _cli("verify", "--path", str(store), "--embedder", "hashing")
     assert done.returncode == 0, done.stderr  # after the holder exits, verify checks and passes
+
+
+@pytest.mark.slow
+def test_initialize_is_answered_before_the_store_opens_and_a_failed_open_is_an_error(
+    tmp_path: Path,
+) -> None:
+    """A journal that cannot be reached (a PostgreSQL DSN on a port nobody listens on):
+    ``initialize`` is answered all the same (it needs no store), every later request is an MCP
+    error naming why, stderr says so, and the command exits 1 when the client goes away."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # closed again: nothing listens there
+    dsn = f"postgresql://nobody@127.0.0.1:{port}/nothing?connect_timeout=2"
+    errfile = tmp_path / "err.txt"
+    with errfile.open("wb") as err:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "agentmemory",
+                "mcp",
+                "--dsn",
+                dsn,
+                "--scope",
+                "user",
+                "--chroma-url",
+                f"127.0.0.1:{port}",
+                "--embedder",
+                "hashing",
+            ],
+            cwd=str(ROOT),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            env={**os.environ, "HF_HUB_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False"},
+        )
+        hello = _ask(proc, HANDSHAKE, 0, errfile)
+        assert hello["result"]["serverInfo"]["name"] == "agentmemory", hello
+        assert "memory" in hello["result"]["instructions"]
+        listed = _ask(proc, rpc(1, "tools/list"), 1, errfile)
+        assert "the memory store could not be opened" in listed["error"]["message"], listed
+        called = _ask(proc, save_call(2, "editor", "Prefers Vim."), 2, errfile)
+        assert "could not be opened" in json.dumps(called), called
+        assert proc.stdin is not None
+        proc.stdin.close()
+        assert proc.wait(timeout=60) == 1
+    assert "could not be opened" in errfile.read_text()
