@@ -363,18 +363,25 @@ def _read(url: str) -> tuple[int, str]:
         return int(err.code), err.read().decode()
 
 
-def test_beside_a_running_mcp_server_reads_work_and_the_server_is_unharmed(
-    store: Path, tmp_path: Path
-) -> None:
-    import anyio
-    from mcp import Client, StdioServerParameters
-    from mcp.client.stdio import stdio_client
+def _mcp_params(store: Path) -> Any:
+    """``agentmemory mcp`` on ``store`` (scopes user and project) for the SDK's stdio client."""
+    from mcp import StdioServerParameters
 
-    params = StdioServerParameters(
+    return StdioServerParameters(
         command=str(SCRIPT),
         args=["mcp", "--path", str(store), "--scope", "user", "--scope", "project"],
         env={**os.environ, "HF_HUB_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False"},
     )
+
+
+def test_beside_a_running_mcp_server_reads_work_and_the_server_is_unharmed(
+    store: Path, tmp_path: Path
+) -> None:
+    import anyio
+    from mcp import Client
+    from mcp.client.stdio import stdio_client
+
+    params = _mcp_params(store)
 
     async def main() -> None:
         with (tmp_path / "server.err").open("w") as err:
@@ -470,16 +477,12 @@ def test_writes_from_the_page_beside_a_running_mcp_server_land_and_the_server_se
     store: Path, tmp_path: Path
 ) -> None:
     import anyio
-    from mcp import Client, StdioServerParameters
+    from mcp import Client
     from mcp.client.stdio import stdio_client
 
     from agentmemory.ui.app import csrf_value
 
-    params = StdioServerParameters(
-        command=str(SCRIPT),
-        args=["mcp", "--path", str(store), "--scope", "user", "--scope", "project"],
-        env={**os.environ, "HF_HUB_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False"},
-    )
+    params = _mcp_params(store)
 
     def current(name: str) -> Entry | None:
         with SqliteStore(store / "journal.sqlite3") as journal:
