@@ -160,16 +160,38 @@ def shot(driver: Any, name: str) -> None:
         driver.save_screenshot(str(IMAGES / f"inspector-{name}.png"))
 
 
+def wait_replaced(driver: Any, old: Any) -> None:
+    """Wait (up to 60 s) until the page holding the element ``old`` has been replaced.
+
+    Selenium's ``staleness_of`` counts only ``StaleElementReferenceException`` as gone; while
+    a page is being replaced chromedriver may instead answer "Node with given id does not
+    belong to the document" (a ``WebDriverException``), which failed one full CI run: that
+    answer means gone too."""
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    def gone(_: Any) -> bool:
+        try:
+            old.is_enabled()
+        except StaleElementReferenceException:
+            return True
+        except WebDriverException as exc:
+            if "does not belong to the document" in str(exc):
+                return True
+            raise
+        return False
+
+    WebDriverWait(driver, 60).until(gone)
+
+
 def click_and_wait(driver: Any, element_id: str) -> None:
     """Click the button ``element_id`` and wait until the page it submits to has replaced this
     one (a click returns before a POST's redirect has loaded)."""
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions
-    from selenium.webdriver.support.ui import WebDriverWait
 
     old = driver.find_element(By.TAG_NAME, "html")
     driver.find_element(By.ID, element_id).click()
-    WebDriverWait(driver, 60).until(expected_conditions.staleness_of(old))
+    wait_replaced(driver, old)
 
 
 def no_dialog(driver: Any) -> None:
@@ -184,8 +206,6 @@ def no_dialog(driver: Any) -> None:
 
 def test_the_pages_show_scopes_history_block_and_search(inspector: Inspector, browser: Any) -> None:
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions
-    from selenium.webdriver.support.ui import WebDriverWait
 
     browser.get(inspector.url)  # the printed URL: the token sets the cookie
     assert browser.find_element(By.TAG_NAME, "h1").text == "Scopes"
@@ -200,7 +220,7 @@ def test_the_pages_show_scopes_history_block_and_search(inspector: Inspector, br
 
     old = browser.find_element(By.TAG_NAME, "html")
     user.find_element(By.LINK_TEXT, "editor").click()  # a link: the cookie carries the token
-    WebDriverWait(browser, 60).until(expected_conditions.staleness_of(old))
+    wait_replaced(browser, old)
     assert browser.find_element(By.TAG_NAME, "h1").text == "user/editor"
     versions = browser.find_elements(By.CSS_SELECTOR, "#history li.version")
     assert len(versions) == 3
@@ -443,10 +463,7 @@ def test_a_large_scope_is_listed_a_page_at_a_time(tmp_path: Path, browser: Any) 
         for first, last in ((100, 200), (200, 250)):
             old = browser.find_element(By.TAG_NAME, "html")
             browser.find_element(By.CSS_SELECTOR, "#scope-notes a.next").click()
-            from selenium.webdriver.support import expected_conditions
-            from selenium.webdriver.support.ui import WebDriverWait
-
-            WebDriverWait(browser, 60).until(expected_conditions.staleness_of(old))
+            wait_replaced(browser, old)
             names, pages = listed()
             assert names == [f"note-{i:03d}" for i in range(first, last)]
             assert pages.startswith(f"entries {first + 1} to {last} of 250")
