@@ -15,7 +15,7 @@ import numpy.typing as npt
 
 from .protocol import Embedder
 
-__all__ = ["RECENT_CALL_TEXTS", "RECENT_TEXTS", "RecentVectors"]
+__all__ = ["RECENT_CALL_TEXTS", "RECENT_TEXTS", "RecentVectors", "remembering"]
 
 RECENT_TEXTS = 16
 """How many texts' vectors :class:`RecentVectors` keeps, the least recently used dropped first."""
@@ -63,7 +63,15 @@ class RecentVectors:
         return self._inner.fingerprint
 
     def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("_"):  # copy and pickle probe before __init__ has run
+            raise AttributeError(attr)
         return getattr(self._inner, attr)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"inner": self._inner, "size": self._size}  # not the lock, not the memory
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["inner"], state["size"])  # type: ignore[misc]
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """``inner.embed(texts)``, remembered rows taken from memory (see the class docstring)."""
@@ -89,3 +97,28 @@ class RecentVectors:
                 self._rows.popitem(last=False)
         rows = {**known, **fresh}
         return np.stack([rows[t] for t in texts]).astype(np.float32, copy=False)
+
+
+class _WindowedRecentVectors(RecentVectors):
+    """:class:`RecentVectors` of an embedder with windows: its ``windows`` and
+    ``window_layout`` are real attributes here, since ``isinstance(x, embedders.Windowed)``
+    looks attributes up statically from Python 3.12 (``__getattr__`` is not consulted)."""
+
+    @property
+    def window_layout(self) -> str:
+        """``inner.window_layout``."""
+        return str(self._inner.window_layout)  # type: ignore[attr-defined]
+
+    def windows(self, text: str) -> list[tuple[int, int]]:
+        """``inner.windows(text)``."""
+        return list(self._inner.windows(text))  # type: ignore[attr-defined]
+
+
+def remembering(inner: Embedder, size: int = RECENT_TEXTS) -> RecentVectors:
+    """``inner`` with a memory of its last ``size`` texts' vectors (:class:`RecentVectors`),
+    an :class:`embedders.Windowed` one when ``inner`` is."""
+    from .windows import Windowed
+
+    if isinstance(inner, Windowed):
+        return _WindowedRecentVectors(inner, size)
+    return RecentVectors(inner, size)

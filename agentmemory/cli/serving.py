@@ -4,6 +4,8 @@ and the ``server`` group (the folder's own Chroma server)."""
 from __future__ import annotations
 
 import logging
+import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,9 @@ from .options import (
     server_options,
 )
 from .output import echo_json, to_stderr
+
+STOP_WAIT_S = 10.0
+"""How long ``agentmemory mcp`` lets a call in progress finish on Ctrl-C or SIGTERM, in seconds."""
 
 
 @main.command("mcp", short_help="Serve the memory tools over MCP on stdio.")
@@ -108,11 +113,29 @@ def mcp_command(
             duplicate_floor=duplicate_floor,
         )
 
+    serving = OpeningServer(open_memory)
+
+    def stop(signum: int, frame: object) -> None:
+        """Ctrl-C or SIGTERM: let the call in progress end (10 s at most), close the store and
+        exit at once, without waiting for the thread that reads stdin (it cannot be stopped)."""
+        memory = serving.memory
+        if memory is not None:
+            memory.finish_calls(STOP_WAIT_S)
+        for store in opened:
+            store.close()
+        click.echo(f"agentmemory: mcp stopped ({signal.Signals(signum).name})", err=True)
+        sys.stderr.flush()
+        os._exit(128 + signum)
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, stop)
     try:
-        serve_stdio_opening(OpeningServer(open_memory))
+        serve_stdio_opening(serving)
     finally:
         for store in opened:
             store.close()
+    if serving.failure is not None:  # logged when it happened: exit without a second line
+        sys.exit(2 if isinstance(serving.failure, click.UsageError) else 1)
 
 
 @main.group("server", short_help="Start, stop or show the store's own Chroma server.")

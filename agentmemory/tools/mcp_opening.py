@@ -41,6 +41,7 @@ class OpeningServer:
     Attributes:
         memory: the opened server, ``None`` until it is (and when opening failed); whoever
             runs this closes its store.
+        failure: what opening raised, or ``None``.
     """
 
     def __init__(self, open_memory: Callable[[], MemoryServer]) -> None:
@@ -52,10 +53,12 @@ class OpeningServer:
 
     async def _open(self, opened: anyio.Event) -> None:
         try:
-            self.memory = await anyio.to_thread.run_sync(self._open_memory)
+            # abandoned when the client goes away first: the process does not wait for a slow
+            # open (a server that does not answer) before it exits
+            self.memory = await anyio.to_thread.run_sync(self._open_memory, abandon_on_cancel=True)
         except Exception as exc:
             self.failure = exc
-            log.error("the memory store could not be opened: %s", exc)
+            log.error("the memory store could not be opened: %s", _why(exc))
         finally:
             opened.set()
 
@@ -64,7 +67,8 @@ class OpeningServer:
         await self._opened.wait()
         if self.memory is None:
             raise MCPError(
-                types.INTERNAL_ERROR, f"the memory store could not be opened: {self.failure}"
+                types.INTERNAL_ERROR,
+                f"the memory store could not be opened: {_why(self.failure)}",
             )
         return self.memory
 
@@ -100,11 +104,8 @@ class OpeningServer:
 
     async def run_stdio(self) -> None:
         """Serve over stdin and stdout until the client closes stdin, opening the store
-        meanwhile; return once the open has ended too (so the caller can close what it opened).
-
-        Raises:
-            Exception: what ``open_memory`` raised, after the client went away.
-        """
+        meanwhile; an open still running then is abandoned (:attr:`memory` stays ``None``).
+        What the open raised is :attr:`failure` (logged when it happened)."""
         opened = self._opened = anyio.Event()
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(self._open, opened)
@@ -112,8 +113,12 @@ class OpeningServer:
                 await self.server.run(
                     read_stream, write_stream, self.server.create_initialization_options()
                 )
-        if self.failure is not None:
-            raise self.failure
+            tasks.cancel_scope.cancel()
+
+
+def _why(exc: BaseException | None) -> str:
+    """``exc``'s message without the ``agentmemory:`` every error of ours starts with."""
+    return str(exc).removeprefix("agentmemory: ")
 
 
 def serve_stdio_opening(server: OpeningServer) -> None:

@@ -186,6 +186,12 @@ class MemoryServer:
         self.max_total_bytes = max_total_bytes
         self.server: Server[Any] = new_server(self)
 
+    def finish_calls(self, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` seconds for the call, read or prompt in progress to end and
+        keep the next from starting (for a process about to stop: it never lets go); ``False``
+        when one was still running at the bound."""
+        return self._lock.acquire(timeout=timeout_s)
+
     def _last_shown(self) -> Manifest | None:
         return self._shown
 

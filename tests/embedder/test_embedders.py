@@ -564,3 +564,41 @@ def test_recent_vectors_gives_the_inner_rows_and_embeds_a_repeated_text_once() -
         recent.embed([f"other {i}"])
     recent.embed(["dark mode in vim"])  # pushed out by newer texts: embedded again
     assert inner.texts[-1] == "dark mode in vim"
+
+
+class Unwindowed:
+    """An embedder without windows (the protocol's four members only): 16-dim hashing vectors."""
+
+    name = "unwindowed"
+    dim = 16
+    fingerprint = "unwindowed/16"
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        return HashingEmbedder(16).embed(texts)
+
+
+def test_remembering_keeps_windows_visible_and_the_embedder_copyable() -> None:
+    """``isinstance(x, Windowed)`` looks attributes up statically from Python 3.12, so the
+    memo of a windowed embedder has ``windows`` and ``window_layout`` of its own."""
+    import copy
+    import inspect
+    import pickle
+
+    from embedders import Windowed, window_layout
+    from embedders.recent import remembering
+
+    class Halves(HashingEmbedder):
+        window_layout = "chars:half"
+
+        def windows(self, text: str) -> list[tuple[int, int]]:
+            mid = len(text) // 2
+            return [(0, mid), (mid, len(text))] if mid else [(0, len(text))]
+
+    windowed = remembering(Halves(16))
+    assert isinstance(windowed, Windowed) and window_layout(windowed) == "chars:half"
+    assert inspect.getattr_static(windowed, "windows") is not None
+    assert windowed.windows("abcd") == [(0, 2), (2, 4)]
+    plain = remembering(Unwindowed())
+    assert not isinstance(plain, Windowed) and window_layout(plain) == window_layout(Unwindowed())
+    for made in (copy.copy(plain), copy.deepcopy(plain), pickle.loads(pickle.dumps(plain))):
+        assert np.array_equal(made.embed(["tmux"]), HashingEmbedder(16).embed(["tmux"]))

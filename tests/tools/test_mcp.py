@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
@@ -529,3 +530,26 @@ def test_initialize_is_answered_before_the_store_opens_and_a_failed_open_is_an_e
         proc.stdin.close()
         assert proc.wait(timeout=60) == 1
     assert "could not be opened" in errfile.read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_or_sigterm_stops_the_server_and_lets_go_of_the_store(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
+    """After a save, SIGINT (Ctrl-C) or SIGTERM stops ``agentmemory mcp`` at once, with the
+    client still connected: it exits 128 + the signal's number, says so on stderr, and the
+    store's vector index is free (the next process opens it itself, not journal-only)."""
+    store = tmp_path / "mem"
+    errfile = tmp_path / "err.txt"
+    with errfile.open("wb") as err:
+        proc = raw_server(store, err)
+        assert "error" not in _ask(proc, HANDSHAKE, 0, errfile)
+        saved = _ask(proc, save_call(1, "editor", "Prefers Vim."), 1, errfile)
+        assert not saved["result"].get("isError"), saved
+        proc.send_signal(sig)
+        assert proc.wait(timeout=30) == 128 + sig  # stdin still open: it did not wait for it
+    assert f"agentmemory: mcp stopped ({sig.name})" in errfile.read_text()
+    with ChromaStore.open(store, embedder=HashingEmbedder()) as st:
+        assert getattr(st, "vector_unavailable", None) in (None, "")  # the index is its own
+        assert [h.entry.name for h in st.recall("vim", scopes=["user"])] == ["editor"]

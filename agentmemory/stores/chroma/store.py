@@ -60,7 +60,7 @@ from agentmemory.rules import DEFAULT_MAX_ENTRY_BYTES, check_scope
 from agentmemory.stores.base import StoreBase, utc_now
 from agentmemory.stores.sqlite.store import DEFAULT_BUSY_TIMEOUT_S, SqliteStore
 from embedders import Embedder, same_vectors, window_layout
-from embedders.recent import RecentVectors
+from embedders.recent import remembering
 from recallers import DEFAULT_FUSION, DEFAULT_RERANK_CANDIDATES, BM25Recaller, Hit, VectorRecaller
 
 from .clients import (
@@ -150,7 +150,7 @@ class ChromaStore(Purging, IndexUpkeep, StoreBase):
         self._where = str(path) if path is not None else journal.where if journal else ""
         # the same text embedded twice in a row (a save's duplicate check, then its put) costs
         # one model call
-        self._embedder: Embedder = RecentVectors(embedder)
+        self._embedder: Embedder = remembering(embedder)
         self._given_embedder = embedder
         self._pid = os.getpid()
         self._fusion = options.get("fusion", DEFAULT_FUSION)

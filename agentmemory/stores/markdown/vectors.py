@@ -43,7 +43,7 @@ from agentmemory.stores.chroma.index import DEFAULT_COLLECTION_PREFIX, ChromaInd
 from agentmemory.stores.chroma.sync import embed_entries
 from agentmemory.wording import counted
 from embedders import WHOLE_TEXT, Embedder, same_vectors, window_layout
-from embedders.recent import RecentVectors
+from embedders.recent import remembering
 
 from .atomic_write import write_atomic
 from .journal_file import JOURNAL_NAME, journal_head, scan_journal
@@ -153,7 +153,7 @@ class FolderVectors:
         self._folder.mkdir(exist_ok=True)
         self._given = embedder
         # a save's duplicate check embeds the new text as a query, then the put embeds it again
-        self._embedder: Embedder = RecentVectors(embedder)
+        self._embedder: Embedder = remembering(embedder)
         self._lock = _folder_lock(self._folder)
         try:
             client = open_folder(self._folder, lock_timeout_s)
