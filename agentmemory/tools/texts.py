@@ -8,6 +8,7 @@ is cut.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -61,8 +62,10 @@ def hide_paths(text: str, store: object) -> str:
         where = None
     if where is not None:
         for p in sorted({str(where), str(Path(where).parent)}, key=len, reverse=True):
-            if len(p) > 1:
-                text = text.replace(p, "<memory store>")
+            # a one-word relative name ("memory") tells nothing about the host and is also a
+            # word of the text ("memory_patch", "agentmemory:"): only paths with a separator
+            if len(p) > 1 and ("/" in p or "\\" in p):
+                text = re.sub(rf"(?<![\w.-]){re.escape(p)}(?![\w-])", "<memory store>", text)
     return text
 
 

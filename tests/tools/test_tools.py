@@ -826,3 +826,25 @@ def test_a_write_whose_vector_update_fails_is_reported_as_done(tmp_path: Path) -
         contents = [c.entry.content for c in store.journal()]
         assert contents == ["Europe/London", "Europe/Paris", "Europe/Paris"]
         assert store.list("user") == []
+
+
+def test_a_store_folder_named_with_a_plain_word_leaves_the_model_s_text_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README's quick start opens ``open_store("memory")``: hiding the store's location
+    from the model must not replace the word inside ``memory_patch`` or ``agentmemory:``; a
+    path with a folder in it is still hidden."""
+    from agentmemory import ChromaStore, Entry, tools
+    from agentmemory.tools.texts import hide_paths
+    from embedders import HashingEmbedder
+
+    monkeypatch.chdir(tmp_path)
+    with ChromaStore.open("memory", embedder=HashingEmbedder(64)) as st:
+        st.put(Entry("user", "editor", "Prefers dark mode in Vim."))
+        kit = {t.name: t for t in tools(st, ["user"], duplicates="refuse")}
+        got = kit["memory_save"]({"name": "copy", "content": "Prefers dark mode in Vim."})
+        assert got.is_error and got.text.startswith("agentmemory: user/copy was not saved")
+        assert "edit that entry with memory_patch" in got.text and "<memory store>" not in got.text
+    with ChromaStore.open(tmp_path / "deep" / "memory", embedder=HashingEmbedder(64)) as st:
+        text = f"store {tmp_path / 'deep' / 'memory'} is locked; agentmemory: memory_patch"
+        assert hide_paths(text, st) == "store <memory store> is locked; agentmemory: memory_patch"
