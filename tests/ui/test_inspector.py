@@ -600,6 +600,8 @@ def _check_pages(pages: dict[str, str]) -> None:
     assert 'id="part"' in block and "Deploys go out on Tuesdays." in block.split('id="part"')[1]
     assert "user/editor" in pages["search"]
     assert "Everything checks out." in pages["health"], pages["health"][-2000:]
+    assert "{&#39;" not in pages["health"]  # a finding with parts reads as text, not a dict
+    assert "1 entry, " in pages["scopes"] and "1 entries" not in pages["scopes"]
 
 
 def test_a_markdown_folder_is_inspected_and_ctrl_c_stops_it_cleanly(tmp_path: Path) -> None:
