@@ -30,7 +30,13 @@ from .duplicates import (
     near_duplicates,
 )
 from .entries import Change, Entry
-from .errors import IndexWriteError, InvalidEntryError, NotFoundError
+from .errors import (
+    AgentMemoryError,
+    EntryTooLargeError,
+    IndexWriteError,
+    InvalidEntryError,
+    NotFoundError,
+)
 from .rules import DEFAULT_MAX_ENTRY_BYTES
 
 if TYPE_CHECKING:
@@ -176,7 +182,10 @@ def save_entry(
     if supersedes is not None:
         added[META_SUPERSEDES] = check_supersedes(scope, name, supersedes)
     asked = Entry(scope=scope, name=name, content=content, meta={**(meta or {}), **added} or None)
-    check_entry(asked, max_entry_bytes)
+    try:
+        check_entry(asked, max_entry_bytes)
+    except EntryTooLargeError as exc:  # say what the stored entry holds, as a put does
+        raise _with_stored_size(exc, path, open_options) from None
     check_validity_meta(asked)
 
     def write(store: Any) -> Saved:
@@ -225,3 +234,18 @@ def save_entry(
         **open_options,
     ) as store:
         return write(store)
+
+
+def _with_stored_size(
+    exc: EntryTooLargeError, path: str | os.PathLike[str] | None, options: Mapping[str, Any]
+) -> EntryTooLargeError:
+    """``exc`` naming the size of the entry the store holds now, read from its journal alone
+    (no index, no lock); ``exc`` itself when there is no store or no such entry."""
+    from .opening import open_journal
+
+    try:
+        with open_journal(path, format=options.get("format"), dsn=options.get("dsn")) as journal:
+            stored = journal.get(exc.scope, exc.name).size
+    except (AgentMemoryError, OSError, ValueError):
+        return exc
+    return EntryTooLargeError(exc.scope, exc.name, exc.size, exc.limit, stored)

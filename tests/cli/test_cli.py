@@ -121,7 +121,10 @@ def test_save_if_hash_conflict_writes_nothing(store_dir: Path) -> None:
 def test_refused_entries_are_one_line_errors(store_dir: Path) -> None:
     cli(store_dir, "save", "user/a", "one")
     one_error_line(cli(store_dir, "save", "user/Bad_Name", "x"), "Bad_Name", "kebab-case")
-    one_error_line(cli(store_dir, "save", "user/big", "x" * 5000), "5000", "4096")
+    line = one_error_line(cli(store_dir, "save", "user/big", "x" * 5000), "5000", "4096")
+    assert "holds" not in line  # no such entry yet
+    # over an entry the store holds: its size, as the library's put says it
+    one_error_line(cli(store_dir, "save", "user/a", "x" * 5000), "4096", "it holds 3 bytes now")
     one_error_line(cli(store_dir, "get", "user/nope"), "user/nope")
     assert journal_seqs(store_dir) == [1]
 

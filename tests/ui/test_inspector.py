@@ -129,8 +129,9 @@ def inspector(store: Path) -> Iterator[Inspector]:
 
 
 @pytest.fixture
-def browser() -> Iterator[Any]:
-    """Headless Chromium at 1280x800 through chromedriver."""
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """Headless Chromium at 1280x800 through chromedriver, its profile in the test's temporary
+    folder (left to itself, Chromium leaves an org.chromium.Chromium.* folder in /tmp per run)."""
     missing = [p for p in (CHROMIUM, DRIVER) if not Path(p).is_file()]
     if missing:
         reason = f"no {', '.join(missing)} (apt-get install chromium chromium-driver)"
@@ -142,7 +143,14 @@ def browser() -> Iterator[Any]:
 
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1280,800"):
+    profile = tmp_path_factory.mktemp("chromium")
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--window-size=1280,800",
+        f"--user-data-dir={profile}",
+    ):
         options.add_argument(arg)
     driver = webdriver.Chrome(service=Service(DRIVER), options=options)
     driver.set_page_load_timeout(60)
