@@ -117,7 +117,7 @@ class NearDuplicateError(AgentMemoryError, ValueError):
         self.duplicates = tuple(duplicates)
         super().__init__(
             f"agentmemory: {key} was not saved: its content is a near-duplicate of "
-            f"{_listed(self.duplicates)}; {cure}; nothing was written"
+            f"{duplicate_words(self.duplicates)}; {cure}; nothing was written"
         )
 
 
@@ -202,7 +202,7 @@ def near_duplicates(
 def duplicate_words(duplicates: Sequence[NearDuplicate]) -> str:
     """The entries named with their reasons: ``"user/editor (cosine 0.83, shares 3 of 5
     terms)"``, joined by ``"; "``."""
-    return _listed(duplicates)
+    return "; ".join(f"{d.key} ({d.reason})" for d in duplicates)
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,7 +257,3 @@ def cure_words(duplicates: Sequence[NearDuplicate], key: str, cures: Cures, *, l
         )
     replace = f", or save with {cures.supersedes.format(**fields)} to replace it" if same else ""
     return f"if it restates {own.key}, edit that entry with {cures.patch.format(**fields)}{replace}"
-
-
-def _listed(duplicates: Sequence[NearDuplicate]) -> str:
-    return "; ".join(f"{d.key} ({d.reason})" for d in duplicates)

@@ -25,6 +25,7 @@ from agentmemory.eval.duplicate_pairs import (
     load_pairs,
     pair_cosines,
 )
+from embedders import ONNX_EMBEDDER
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_PAIRS = HERE.parent / "tests" / "data" / "duplicate_facts.tsv"
@@ -32,7 +33,7 @@ DEFAULT_PAIRS = HERE.parent / "tests" / "data" / "duplicate_facts.tsv"
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--embedder", default="onnx:all-MiniLM-L6-v2")
+    parser.add_argument("--embedder", default=ONNX_EMBEDDER)  # the packaged model
     parser.add_argument("--pairs", type=Path, default=DEFAULT_PAIRS)
     parser.add_argument("--precision", type=float, default=0.9)
     args = parser.parse_args()

@@ -25,6 +25,7 @@ releases its folder lock at once.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Iterable, Sequence
@@ -184,7 +185,13 @@ class MemoryServer:
         )
         self.block_scopes = [*scopes, *read_scopes]
         self.max_total_bytes = max_total_bytes
-        self.server: Server[Any] = new_server(self)
+
+    @functools.cached_property
+    def server(self) -> Server[Any]:
+        """The SDK server answering with this object's handlers (:func:`new_server`), made on
+        first use: ``agentmemory mcp`` serves :class:`~agentmemory.tools.mcp_opening.OpeningServer`'s
+        instead and never needs this one."""
+        return new_server(self)
 
     def finish_calls(self, timeout_s: float) -> bool:
         """Wait up to ``timeout_s`` seconds for the call, read or prompt in progress to end and

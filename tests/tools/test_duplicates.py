@@ -18,9 +18,10 @@ from mcp.client.stdio import stdio_client
 
 from agentmemory import SqliteStore
 from agentmemory.cli import main
+from embedders import ONNX_EMBEDDER
 
 ROOT = Path(__file__).resolve().parents[2]
-MODEL = "onnx:all-MiniLM-L6-v2"
+MODEL = ONNX_EMBEDDER  # the packaged model, loaded from the installed package by path
 
 STORED = "Prefers dark mode in Vim."
 RESTATED = "In Vim the user wants the dark theme."  # cosine 0.78 to STORED with MODEL
