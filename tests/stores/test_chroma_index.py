@@ -50,9 +50,7 @@ def test_vectors_live_in_one_collection_per_scope_with_the_documented_metadata(
     col = client.get_collection("t1_user", embedding_function=None)
     got = col.get(ids=["user/a"], include=["metadatas", "embeddings"])
     assert got["metadatas"][0] == {
-        "scope": "user",
         "name": "a",
-        "hash": "sha256:a",
         "text_hash": "sha256:text-a",
         "window": 0,
         "windows": 1,
@@ -132,3 +130,22 @@ def test_which_windows_are_held_is_read_in_parts_past_sqlites_variable_limit(
     index.upsert("user", rows)
     held = index.held("user", [r.name for r in rows])
     assert held == {r.name: r.text_hash for r in rows}
+
+
+def test_a_vector_of_the_older_layout_reads_as_current_with_its_hash_cut(client: Any) -> None:
+    """Vectors written before the cut hold scope, hash and the whole 71-character text_hash:
+    they read as the 39 characters a vector keeps now, so an older store's vectors stay
+    current (nothing re-embeds) and the new layout writes the short form."""
+    whole = "sha256:" + "ab" * 32
+    col = client.get_or_create_collection(
+        "t3_user", metadata={"hnsw:space": "cosine"}, embedding_function=None
+    )
+    old = {"scope": "user", "name": "a", "hash": "sha256:x", "text_hash": whole}
+    col.upsert(ids=["user/a"], embeddings=[unit(0).tolist()], metadatas=[old])
+    index = ChromaIndex(client, "t3")
+    assert index.held("user", ["a"]) == {"a": whole[:39]}
+    assert [n.text_hash for n in index.query("user", unit(0), 1)] == [whole[:39]]
+    assert list(index.iter_held("user", 10)) == [{"a": whole[:39]}]
+    index.upsert("user", [IndexRow("b", "sha256:b", whole, unit(1))])
+    stored = col.get(ids=["user/b"], include=["metadatas"])["metadatas"][0]
+    assert stored["text_hash"] == whole[:39] and len(stored["text_hash"]) == 39

@@ -334,3 +334,30 @@ def test_one_put_costs_one_write_transaction_and_two_reads_of_the_row(tmp_path: 
         assert st.get("user", "tea").content == "Likes green tea"
     finally:
         st.close()
+
+
+def test_a_store_indexed_with_the_older_metadata_stays_current(tmp_path: Path) -> None:
+    """A store whose vectors hold the metadata written before the cut (scope, hash, the whole
+    text_hash: docs/storage.md#ids-and-metadata) verifies ok on the new code: no entry reads
+    as stale, so nothing is re-embedded, and search finds by meaning as before."""
+    from agentmemory.entries import content_hash
+    from agentmemory.stores.chroma.sync import embedding_text
+
+    path = tmp_path / "store"
+    with open_embedded(path) as st:
+        entries = [Entry("user", f"e{i}", f"fact number {i} about topic {i}") for i in range(5)]
+        st.put_many(entries)
+        col = st.client.get_collection(st.collection_name("user"))
+        got = col.get(include=["metadatas", "embeddings"])
+        older = []
+        for meta in got["metadatas"]:
+            e = next(x for x in entries if x.name == meta["name"])
+            whole = content_hash(embedding_text(e))
+            assert meta["text_hash"] == whole[:39]
+            older.append({**meta, "scope": "user", "hash": e.hash, "text_hash": whole})
+        col.upsert(ids=got["ids"], embeddings=got["embeddings"], metadatas=older)
+    with open_embedded(path) as st:
+        report = st.verify()
+        assert report.ok and not report.stale and report.indexed == 5, report
+        assert keys(st.search_vector(st.embedder.embed(["fact number 3 about topic 3"])[0],
+                                     limit=1, scopes=["user"])) == ["user/e3"]  # fmt: skip

@@ -10,9 +10,11 @@ docs/storage.md#ids-and-metadata):
 * an entry is one vector per window of its text (docs/recall.md#windows): window 0's id is
   ``"<scope>/<name>"`` (the id every vector had before windows, so older stores stay valid),
   window ``k``'s ``"<scope>/<name>#<k>"`` (``#`` is never in a name); each vector's metadata is
-  ``scope``, ``name``, ``hash`` (the entry's content hash), ``text_hash`` (the hash of the
-  entry's whole embedded text), ``window`` (its number) and ``windows`` (the entry's count). A
-  vector without ``window`` / ``windows`` (written before windows) is window 0 of 1.
+  ``name``, ``text_hash`` (the hash of the entry's whole embedded text, cut to
+  :data:`TEXT_HASH_CHARS`), ``window`` (its number) and ``windows`` (the entry's count). A
+  vector without ``window`` / ``windows`` (written before windows) is window 0 of 1; one written
+  before the cut holds ``scope``, ``hash`` and the whole ``text_hash`` too, and reads the same
+  (its ``text_hash`` is cut on read).
 
 Callers address vectors by entry (``scope`` plus entry ``name``), never by id: :meth:`upsert`
 takes :class:`IndexRow` values (one ``(w, dim)`` matrix per entry), :meth:`delete` takes entry
@@ -49,6 +51,7 @@ __all__ = [
     "MAX_QUERY_RESULTS",
     "SELF_SEARCH_DEPTH",
     "STORE_PREFIX_DIGITS",
+    "TEXT_HASH_CHARS",
     "TIE_DISTANCE",
     "ChromaIndex",
     "IndexRow",
@@ -56,6 +59,7 @@ __all__ = [
     "SelfSearch",
     "check_prefix",
     "chroma_damage",
+    "short_text_hash",
     "store_prefix",
     "vector_id",
 ]
@@ -104,6 +108,18 @@ Metadata = dict[str, str | int | float | bool | None]
 
 SelfSearch = Literal["found", "missed", "lost"]
 """What :meth:`ChromaIndex.self_search` says of one entry."""
+
+
+TEXT_HASH_CHARS = 39
+"""How much of a ``text_hash`` a vector keeps: ``"sha256:"`` and the first 128 bits in hex. It
+tells a vector of other text from a current one (no secret rests on it), in 32 fewer hex digits
+than the whole hash, on every vector (docs/storage.md#ids-and-metadata)."""
+
+
+def short_text_hash(value: str) -> str:
+    """``value``, a ``text_hash``, as a vector keeps it (its first :data:`TEXT_HASH_CHARS`
+    characters); a shorter value is returned whole."""
+    return value[:TEXT_HASH_CHARS]
 
 
 def vector_id(scope: str, name: str, window: int = 0) -> str:
@@ -182,9 +198,11 @@ class IndexRow:
 
     Attributes:
         name: the entry's name (the scope is given to ``upsert``).
-        hash: the entry's content hash (``"sha256:<hex>"``).
+        hash: the entry's content hash (``"sha256:<hex>"``); not stored with the vectors
+            (nothing reads it there), kept so a row says which version it was made from.
         text_hash: the hash of the whole text that was embedded
-            (``content_hash(embedding_text(e))``), the same on every window.
+            (``content_hash(embedding_text(e))``), the same on every window; stored cut to
+            :data:`TEXT_HASH_CHARS` characters.
         vectors: the ``(w, dim)`` float32 embeddings of the entry's ``w`` windows, in order
             (docs/recall.md#windows); a ``(dim,)`` vector is taken as one window.
 
@@ -220,7 +238,8 @@ class Neighbour:
 
     Attributes:
         name: the entry's name.
-        text_hash: the ``text_hash`` the window was stored with (``None`` when it has none).
+        text_hash: the ``text_hash`` the window was stored with, cut to
+            :data:`TEXT_HASH_CHARS` (``None`` when it has none).
         distance: Chroma's cosine distance of the entry's nearest window,
             ``1 - cosine similarity`` (unitless, in [0, 2]).
         window: that window's number (0 for the start of the text).
@@ -352,10 +371,8 @@ class ChromaIndex:
                 ids.append(vector_id(scope, r.name, k))
                 metas.append(
                     {
-                        "scope": scope,
-                        "name": r.name,
-                        "hash": r.hash,
-                        "text_hash": r.text_hash,
+                        "name": r.name,  # what a forget's and a purge's delete selects by
+                        "text_hash": short_text_hash(r.text_hash),
                         "window": k,
                         "windows": r.windows,
                     }
@@ -508,7 +525,7 @@ class ChromaIndex:
         for vid, meta in zip(got["ids"], got["metadatas"] or [], strict=False):
             s = seen.setdefault(_entry_name(vid), _Seen())
             window, windows = _windows_of(meta)
-            held = str((meta or {}).get("text_hash", ""))
+            held = short_text_hash(str((meta or {}).get("text_hash", "")))
             s.found[window] = (held, windows)
             if window == 0:
                 s.text_hash, s.windows = held, windows
@@ -601,7 +618,8 @@ class ChromaIndex:
                 continue
             held = (found[vid] or {}).get("text_hash")
             window = int(vid.rpartition("#")[2]) if "#" in vid else 0
-            out.append(Neighbour(name, None if held is None else str(held), dist, window))
+            held = None if held is None else short_text_hash(str(held))
+            out.append(Neighbour(name, held, dist, window))
         return out
 
     def self_search(

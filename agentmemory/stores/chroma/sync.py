@@ -39,7 +39,7 @@ from agentmemory.progress import ANNOUNCE_FROM, announce_indexing
 from agentmemory.wording import counted
 from embedders import Embedder, text_windows
 
-from .index import ChromaIndex, IndexRow
+from .index import ChromaIndex, IndexRow, short_text_hash
 from .journal_source import JournalStore
 
 __all__ = [
@@ -87,9 +87,10 @@ def embedding_text(entry: Entry) -> str:
 
 
 def text_hash(entry: Entry) -> str:
-    """The hash of :func:`embedding_text` of ``entry`` (``"sha256:<hex>"``): what every window
-    of a vector made from the entry's current text is stored with (metadata ``text_hash``)."""
-    return content_hash(embedding_text(entry))
+    """The hash of :func:`embedding_text` of ``entry`` as a vector keeps it (``"sha256:"`` and
+    32 hex digits, :func:`~.index.short_text_hash`): what every window of a vector made from the
+    entry's current text is stored with (metadata ``text_hash``) and compared with."""
+    return short_text_hash(content_hash(embedding_text(entry)))
 
 
 def embed_entries(embedder: Embedder, entries: Sequence[Entry], *, batch: int) -> Vectors:
@@ -119,7 +120,10 @@ def embed_entries(embedder: Embedder, entries: Sequence[Entry], *, batch: int) -
             )
         at = 0
         for e, text, ws in zip(part, texts, windows, strict=True):
-            out[(e.scope, e.name)] = (content_hash(text), matrix[at : at + len(ws)])
+            out[(e.scope, e.name)] = (
+                short_text_hash(content_hash(text)),
+                matrix[at : at + len(ws)],
+            )
             at += len(ws)
     return out
 
