@@ -148,4 +148,8 @@ def test_a_vector_of_the_older_layout_reads_as_current_with_its_hash_cut(client:
     assert list(index.iter_held("user", 10)) == [{"a": whole[:39]}]
     index.upsert("user", [IndexRow("b", "sha256:b", whole, unit(1))])
     stored = col.get(ids=["user/b"], include=["metadatas"])["metadatas"][0]
-    assert stored["text_hash"] == whole[:39] and len(stored["text_hash"]) == 39
+    assert stored == {"name": "b", "text_hash": whole[:39], "window": 0, "windows": 1}
+    # Chroma's upsert merges metadata: rewriting the older vector drops its older keys
+    index.upsert("user", [IndexRow("a", "sha256:y", "sha256:" + "cd" * 32, unit(2))])
+    stored = col.get(ids=["user/a"], include=["metadatas"])["metadatas"][0]
+    assert stored == {"name": "a", "text_hash": "sha256:" + "cd" * 16, "window": 0, "windows": 1}

@@ -13,8 +13,8 @@ docs/storage.md#ids-and-metadata):
   ``name``, ``text_hash`` (the hash of the entry's whole embedded text, cut to
   :data:`TEXT_HASH_CHARS`), ``window`` (its number) and ``windows`` (the entry's count). A
   vector without ``window`` / ``windows`` (written before windows) is window 0 of 1; one written
-  before the cut holds ``scope``, ``hash`` and the whole ``text_hash`` too, and reads the same
-  (its ``text_hash`` is cut on read).
+  before the cut holds ``scope``, ``hash`` and the whole ``text_hash`` too, reads the same (its
+  ``text_hash`` is cut on read) and loses them when it is next written.
 
 Callers address vectors by entry (``scope`` plus entry ``name``), never by id: :meth:`upsert`
 takes :class:`IndexRow` values (one ``(w, dim)`` matrix per entry), :meth:`delete` takes entry
@@ -375,6 +375,10 @@ class ChromaIndex:
                         "text_hash": short_text_hash(r.text_hash),
                         "window": k,
                         "windows": r.windows,
+                        # an upsert merges metadata: None removes the keys an older layout
+                        # wrote (stores nothing on a new id)
+                        "scope": None,
+                        "hash": None,
                     }
                 )
         matrix = np.concatenate([r.vectors for r in rows])
