@@ -189,14 +189,10 @@ def case_resave_gets_fresh_vector(b: Backend, tmp: Path) -> None:
             cosine("greyhound dog Rex", "a greyhound dog called Rex"), abs=1e-5
         )
         got = b.client(tmp).get_collection(st.collection_name("user")).get(ids=["user/pet"])
-        # the vector keeps "sha256:" and 32 hex digits of its text's hash (docs/storage.md)
+        # the vector keeps "sha256:" and 32 hex digits of its text's hash, and an entry of one
+        # window no window keys (docs/storage.md#ids-and-metadata)
         rex = content_hash("a greyhound dog called Rex")
-        assert got["metadatas"][0] == {
-            "name": "pet",
-            "text_hash": rex[:39],
-            "window": 0,
-            "windows": 1,
-        }
+        assert got["metadatas"][0] == {"name": "pet", "text_hash": rex[:39]}
         cat = st.search_vector(embed("tabby cat Miso"), limit=2, scopes=["user"])
         assert cat[0][1] < 0.5, "the old text's vector is still there"
         st.put(Entry("user", "pet", "a greyhound dog called Rex", {"description": "tabby cat"}))

@@ -49,12 +49,7 @@ def test_vectors_live_in_one_collection_per_scope_with_the_documented_metadata(
     assert index.collection_name("user") == "t1_user"
     col = client.get_collection("t1_user", embedding_function=None)
     got = col.get(ids=["user/a"], include=["metadatas", "embeddings"])
-    assert got["metadatas"][0] == {
-        "name": "a",
-        "text_hash": "sha256:text-a",
-        "window": 0,
-        "windows": 1,
-    }
+    assert got["metadatas"][0] == {"name": "a", "text_hash": "sha256:text-a"}
     assert np.allclose(got["embeddings"][0], unit(0))
     assert vector_id("user", "a") == "user/a"
     assert index.count("user") == 2 and index.count("project-x") == 1
@@ -148,8 +143,39 @@ def test_a_vector_of_the_older_layout_reads_as_current_with_its_hash_cut(client:
     assert list(index.iter_held("user", 10)) == [{"a": whole[:39]}]
     index.upsert("user", [IndexRow("b", "sha256:b", whole, unit(1))])
     stored = col.get(ids=["user/b"], include=["metadatas"])["metadatas"][0]
-    assert stored == {"name": "b", "text_hash": whole[:39], "window": 0, "windows": 1}
+    assert stored == {"name": "b", "text_hash": whole[:39]}
     # Chroma's upsert merges metadata: rewriting the older vector drops its older keys
     index.upsert("user", [IndexRow("a", "sha256:y", "sha256:" + "cd" * 32, unit(2))])
     stored = col.get(ids=["user/a"], include=["metadatas"])["metadatas"][0]
-    assert stored == {"name": "a", "text_hash": "sha256:" + "cd" * 16, "window": 0, "windows": 1}
+    assert stored == {"name": "a", "text_hash": "sha256:" + "cd" * 16}
+
+
+def test_only_an_entry_of_several_windows_stores_window_keys(client: Any) -> None:
+    """docs/storage.md#ids-and-metadata: windows of a longer text carry ``window`` and
+    ``windows``; rewritten as one window, the entry loses its surplus windows and window 0 its
+    keys (an upsert merges metadata), and reads as whole and current."""
+    index = ChromaIndex(client, "t4")
+    three = np.stack([unit(0), unit(1), unit(2)])
+    index.upsert("user", [IndexRow("a", "sha256:a", "sha256:text-a", three), row("b", 3)])
+    col = client.get_collection("t4_user", embedding_function=None)
+    got = col.get(include=["metadatas"])
+    metas = dict(zip(got["ids"], got["metadatas"], strict=True))
+    assert metas["user/a#2"] == {
+        "name": "a",
+        "text_hash": "sha256:text-a",
+        "window": 2,
+        "windows": 3,
+    }
+    assert metas["user/a"]["windows"] == 3 and metas["user/b"] == {
+        "name": "b",
+        "text_hash": "sha256:text-b",
+    }
+    assert index.count("user") == 2 and index.vector_count("user") == 4
+    index.upsert("user", [IndexRow("a", "sha256:a2", "sha256:text-a2", unit(4))])
+    got = col.get(include=["metadatas"])
+    assert dict(zip(got["ids"], got["metadatas"], strict=True)) == {
+        "user/a": {"name": "a", "text_hash": "sha256:text-a2"},
+        "user/b": {"name": "b", "text_hash": "sha256:text-b"},
+    }
+    assert index.held("user", ["a", "b"]) == {"a": "sha256:text-a2", "b": "sha256:text-b"}
+    assert index.count("user") == 2 and index.vector_count("user") == 2

@@ -11,10 +11,11 @@ docs/storage.md#ids-and-metadata):
   ``"<scope>/<name>"`` (the id every vector had before windows, so older stores stay valid),
   window ``k``'s ``"<scope>/<name>#<k>"`` (``#`` is never in a name); each vector's metadata is
   ``name``, ``text_hash`` (the hash of the entry's whole embedded text, cut to
-  :data:`TEXT_HASH_CHARS`), ``window`` (its number) and ``windows`` (the entry's count). A
-  vector without ``window`` / ``windows`` (written before windows) is window 0 of 1; one written
-  before the cut holds ``scope``, ``hash`` and the whole ``text_hash`` too, reads the same (its
-  ``text_hash`` is cut on read) and loses them when it is next written.
+  :data:`TEXT_HASH_CHARS`), and for an entry of two windows or more ``window`` (its number) and
+  ``windows`` (the entry's count). A vector without ``window`` / ``windows`` (an entry of one
+  window, or written before windows) is window 0 of 1; one written before the cut holds
+  ``scope``, ``hash`` and the whole ``text_hash`` too, reads the same (its ``text_hash`` is cut
+  on read) and loses them when it is next written.
 
 Callers address vectors by entry (``scope`` plus entry ``name``), never by id: :meth:`upsert`
 takes :class:`IndexRow` values (one ``(w, dim)`` matrix per entry), :meth:`delete` takes entry
@@ -153,7 +154,8 @@ def _entry_name(vid: str) -> str:
 
 
 def _windows_of(meta: Any) -> tuple[int, int]:
-    """``(window, windows)`` of a vector's metadata; ``(0, 1)`` for one written before windows."""
+    """``(window, windows)`` of a vector's metadata; ``(0, 1)`` without them (an entry of one
+    window, or a vector written before windows)."""
     meta = meta or {}
     return int(meta.get("window", 0) or 0), max(1, int(meta.get("windows", 1) or 1))
 
@@ -367,16 +369,18 @@ class ChromaIndex:
         ids: builtins.list[str] = []
         metas: builtins.list[Metadata] = []
         for r in rows:
+            whole = r.windows == 1  # one window: no window keys, read as window 0 of 1
             for k in range(r.windows):
                 ids.append(vector_id(scope, r.name, k))
                 metas.append(
                     {
                         "name": r.name,  # what a forget's and a purge's delete selects by
                         "text_hash": short_text_hash(r.text_hash),
-                        "window": k,
-                        "windows": r.windows,
-                        # an upsert merges metadata: None removes the keys an older layout
-                        # wrote (stores nothing on a new id)
+                        # an upsert merges metadata: None removes a key the vector held
+                        # before (an older layout's, or the windows of a longer text) and
+                        # stores nothing on a new id
+                        "window": None if whole else k,
+                        "windows": None if whole else r.windows,
                         "scope": None,
                         "hash": None,
                     }
