@@ -240,6 +240,7 @@ class OnnxEmbedder:
         self._tokenizer: Any = None
         self._input_names: list[str] = []
         self._load_lock = threading.Lock()
+        self._loader: threading.Thread | None = None
         self._tokenize_lock = threading.Lock()
         self._windows = TokenWindows(folder / "tokenizer.json", self._max_seq_length, window_stride)
 
@@ -296,6 +297,35 @@ class OnnxEmbedder:
             f"{self.name};dim={self._dim};weights={self.weights_digest};"
             f"max_seq_length={self._max_seq_length}"
         )
+
+    def start_loading(self) -> bool:
+        """Begin opening the onnxruntime session and the tokenizer in a background thread
+        (``embedders.Preloading``), when the export is cached and nothing has loaded them yet;
+        return whether a thread was started. The first :meth:`embed` waits for that load rather
+        than starting its own. A first run, which must export with torch, is left to
+        :meth:`embed`: importing torch beside another thread's imports is not safe. A load that
+        fails is raised by :meth:`embed`, not here. The thread is not a daemon, so an interpreter
+        that exits meanwhile waits for it (a fraction of a second) rather than kill it inside
+        onnxruntime."""
+        with self._load_lock:
+            if self._session is not None or self._loader is not None:
+                return False
+            try:
+                if not self.onnx_path.is_file():
+                    return False
+            except OSError:  # the model folder cannot be read: embed says so
+                return False
+            self._loader = threading.Thread(
+                target=self._load_quietly, name="agentmemory-model-load", daemon=False
+            )
+            self._loader.start()
+            return True
+
+    def _load_quietly(self) -> None:
+        """:meth:`_load`, for :meth:`start_loading`'s thread: an error is left to :meth:`embed`,
+        which loads again and raises it."""
+        with contextlib.suppress(Exception):
+            self._load()
 
     def _load(self) -> tuple[Any, Any]:
         """Export if needed, then open the session and tokenizer once; returns both."""

@@ -99,6 +99,7 @@ OURS_ON_IMPORT = {
     "embedders.hashing",
     "embedders.model_folder",
     "embedders.onnx_embedder",
+    "embedders.preload",
     "embedders.protocol",
     "embedders.recent",
     "embedders.registry",

@@ -24,6 +24,7 @@ from embedders import (
     SentenceTransformerEmbedder,
     UnknownEmbedderError,
 )
+from embedders.preload import start_loading
 
 SENTENCES = [
     "the cat sat on the mat",
@@ -441,6 +442,103 @@ def test_onnx_thread_safe(onnx_embedder: OnnxEmbedder) -> None:
         results = list(pool.map(lambda _: onnx_embedder.embed(texts), range(8)))
     for got in results:
         np.testing.assert_allclose(got, expected, atol=1e-6)
+
+
+_PRELOAD = """
+import json, sys, threading
+import embedders
+from pathlib import Path
+mode, cache, folder = sys.argv[1], sys.argv[2], sys.argv[3]
+e = embedders.OnnxEmbedder(cache_dir=cache)
+if mode == "exit":  # start the load and leave at once: the interpreter waits for it
+    print(json.dumps({"started": e.start_loading()}))
+    raise SystemExit(0)
+if mode == "store":  # a store starts the load as it opens
+    from agentmemory import ChromaStore
+    st = ChromaStore(Path(folder), embedder=e)
+    again = e.start_loading()
+else:
+    st = None
+    again = [e.start_loading(), e.start_loading()]
+for t in threading.enumerate():
+    if t.name == "agentmemory-model-load":
+        t.join()
+loaded = "onnxruntime" in sys.modules  # before any text was embedded
+v = e.embed(["the cat sat on the mat"])[0].tolist()
+if st is not None:
+    from agentmemory import Entry
+    st.put(Entry("user", "cat", "the cat sat on the mat"))
+    hits = [h.entry.name for h in st.recall("a cat on a mat", scopes=["user"], mode="vector")]
+    st.close()
+else:
+    hits = []
+print(json.dumps({"again": again, "loaded": loaded, "v": v, "hits": hits}))
+"""
+
+
+def _preload(mode: str, cache: Path, folder: Path) -> tuple[dict[str, object], str]:
+    out = subprocess.run(
+        [sys.executable, "-c", _PRELOAD, mode, str(cache), str(folder)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1]), out.stderr
+
+
+@pytest.mark.slow
+def test_onnx_start_loading_loads_the_model_before_the_first_text(
+    onnx_embedder: OnnxEmbedder, onnx_cache: Path, tmp_path: Path
+) -> None:
+    got, _ = _preload("embedder", onnx_cache, tmp_path)
+    assert got["again"] == [True, False]  # one load, however often it is asked for
+    assert got["loaded"] is True
+    here = onnx_embedder.embed(["the cat sat on the mat"])[0]
+    np.testing.assert_allclose(np.array(got["v"], dtype=np.float32), here, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_a_store_starts_loading_its_model_as_it_opens(
+    onnx_embedder: OnnxEmbedder, onnx_cache: Path, tmp_path: Path
+) -> None:
+    got, _ = _preload("store", onnx_cache, tmp_path / "store")
+    assert got["again"] is False  # the store's open had started it
+    assert got["loaded"] is True
+    assert got["hits"] == ["cat"]
+
+
+@pytest.mark.slow
+def test_a_process_that_exits_while_its_model_loads_exits_cleanly(
+    onnx_embedder: OnnxEmbedder, onnx_cache: Path, tmp_path: Path
+) -> None:
+    got, err = _preload("exit", onnx_cache, tmp_path)
+    assert got == {"started": True} and err == ""
+
+
+def test_start_loading_leaves_a_first_export_to_embed(tmp_path: Path) -> None:
+    e = OnnxEmbedder(cache_dir=tmp_path / "empty")
+    assert e.start_loading() is False
+    assert not e.onnx_path.exists()
+    assert start_loading(HashingEmbedder(64)) is False  # nothing to load
+
+
+@pytest.mark.slow
+def test_a_model_that_fails_to_load_in_the_background_fails_the_first_embed(
+    tmp_path: Path,
+) -> None:
+    def broken() -> OnnxEmbedder:
+        e = OnnxEmbedder(cache_dir=tmp_path / "cache")
+        e.onnx_path.parent.mkdir(parents=True, exist_ok=True)
+        e.onnx_path.write_bytes(b"not an onnx model")
+        return e
+
+    with pytest.raises(Exception) as plain:
+        broken().embed(["x"])
+    e = broken()
+    assert e.start_loading() is True
+    with pytest.raises(type(plain.value), match=r"(?i)protobuf|parse|load"):
+        e.embed(["x"])
 
 
 @pytest.mark.slow

@@ -60,6 +60,7 @@ from agentmemory.rules import DEFAULT_MAX_ENTRY_BYTES, check_scope
 from agentmemory.stores.base import StoreBase, utc_now
 from agentmemory.stores.sqlite.store import DEFAULT_BUSY_TIMEOUT_S, SqliteStore
 from embedders import Embedder, same_vectors, window_layout
+from embedders.preload import start_loading
 from embedders.recent import remembering
 from recallers import DEFAULT_FUSION, DEFAULT_RERANK_CANDIDATES, BM25Recaller, Hit, VectorRecaller
 
@@ -152,6 +153,8 @@ class ChromaStore(Purging, IndexUpkeep, StoreBase):
         # one model call
         self._embedder: Embedder = remembering(embedder)
         self._given_embedder = embedder
+        # the model loads beside the index's opening (chromadb's import is most of it), not after
+        start_loading(embedder)
         self._pid = os.getpid()
         self._fusion = options.get("fusion", DEFAULT_FUSION)
         self._reranker = resolve_reranker(options.get("reranker"))

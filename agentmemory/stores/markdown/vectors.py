@@ -43,6 +43,7 @@ from agentmemory.stores.chroma.index import DEFAULT_COLLECTION_PREFIX, ChromaInd
 from agentmemory.stores.chroma.sync import embed_entries
 from agentmemory.wording import counted
 from embedders import WHOLE_TEXT, Embedder, same_vectors, window_layout
+from embedders.preload import start_loading
 from embedders.recent import remembering
 
 from .atomic_write import write_atomic
@@ -154,6 +155,7 @@ class FolderVectors:
         self._given = embedder
         # a save's duplicate check embeds the new text as a query, then the put embeds it again
         self._embedder: Embedder = remembering(embedder)
+        start_loading(embedder)  # beside the index's opening, not after (embedders.preload)
         self._lock = _folder_lock(self._folder)
         try:
             client = open_folder(self._folder, lock_timeout_s)
