@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import builtins
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from types import MappingProxyType
@@ -184,6 +184,7 @@ def recall_part(
     min_cosine: float = DEFAULT_MIN_COSINE,
     as_of: date | str | None = None,
     neutralise: bool = False,
+    shown: Collection[tuple[str, str]] = (),
 ) -> tuple[Part | None, RecalledManifest]:
     """The per-turn part for ``hint`` (the latest messages of the conversation).
 
@@ -207,6 +208,8 @@ def recall_part(
         as_of: the day whose entries in force are recalled (a ``date`` or ``"YYYY-MM-DD"``).
         neutralise: make headings of level 1 to 3 inside content level 4, as
             ``render(..., neutralise=True)`` does (docs/kinds.md#memory-is-data).
+        shown: ``(scope, name)`` of the entries the block already shows, never repeated here
+            whatever their kind (a block rendered without a policy shows every kind).
 
     Returns:
         ``(part, manifest)``. ``part`` is ``Part("memory:recalled", text)`` with ``text`` =
@@ -245,7 +248,7 @@ def recall_part(
     if not wanted or not tokenizer(hint):
         return None, RecalledManifest(hint, reason=RECALL_NO_SIGNAL)
 
-    chosen = _rank(store, wanted, hint, policy, limit, min_cosine, as_of)
+    chosen = _rank(store, wanted, hint, policy, limit, min_cosine, as_of, frozenset(shown))
     if not chosen:
         return None, RecalledManifest(hint, reason=RECALL_BELOW_FLOOR)
 
@@ -280,9 +283,10 @@ def _rank(
     limit: int,
     min_cosine: float,
     as_of: date | str | None,
+    shown: frozenset[tuple[str, str]],
 ) -> list[Hit[Entry]]:
-    """The hits of recalled-only kinds above the floor, best first, within each kind's cap and
-    ``limit``. Recall is asked for 4 times ``limit`` and, while it returned as many as asked and
+    """The hits of recalled-only kinds above the floor and not in ``shown``, best first, within
+    each kind's cap and ``limit``. Recall is asked for 4 times ``limit`` and, while it returned as many as asked and
     too few were kept, 4 times deeper, up to 64 times ``limit``."""
     depth = limit * 4
     while True:
@@ -293,7 +297,9 @@ def _rank(
         for hit in hits:
             kind = kind_of(hit.entry)
             rule = policy.policy_for(kind)
-            if rule.always or not _passes(hit, min_cosine):
+            if rule.always or (hit.entry.scope, hit.entry.name) in shown:
+                continue
+            if not _passes(hit, min_cosine):
                 continue
             if per_kind.get(kind, 0) >= rule.max_entries:
                 continue

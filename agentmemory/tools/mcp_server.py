@@ -136,7 +136,8 @@ class MemoryServer:
         policy: a :class:`~agentmemory.KindRegistry`: the block shows only its always-shown
             kinds, the ``memory-recall`` prompt recalls the others, and ``memory_save``'s
             ``type`` lists its kinds. ``None`` (default): the block shows every entry, and the
-            prompt uses the default policy.
+            prompt recalls, by the default policy's kinds, only entries the block's bound left
+            out (it never repeats what the block shows).
         recall_bytes: the bound of the per-turn part, in UTF-8 bytes (default 8192).
         neutralise: ``True``: headings of level 1 to 3 inside entries are made level 4 in the
             block and the per-turn part, so a saved entry cannot forge their structure
@@ -215,7 +216,18 @@ class MemoryServer:
         return self._sendable(text, ((m.scope, m.name) for m in manifest.entries if not m.reason))
 
     def recalled(self, hint: str) -> str:
-        """The per-turn part for ``hint`` (``memory-recall``), or :data:`NOTHING_RECALLED`."""
+        """The per-turn part for ``hint`` (``memory-recall``), or :data:`NOTHING_RECALLED`.
+        Without a policy the block shows entries of every kind: those it shows now are not
+        repeated here, only what its bound left out is recalled."""
+        shown: list[tuple[str, str]] = []
+        if self.policy is None:
+            _, manifest = render(
+                self.store,
+                self.block_scopes,
+                max_total_bytes=self.max_total_bytes,
+                neutralise=self.neutralise,
+            )
+            shown = [(m.scope, m.name) for m in manifest.entries if not m.reason]
         part, recalled = recall_part(
             self.store,
             self.block_scopes,
@@ -223,6 +235,7 @@ class MemoryServer:
             max_bytes=self.recall_bytes,
             policy=self.policy,
             neutralise=self.neutralise,
+            shown=shown,
         )
         if part is None:
             return NOTHING_RECALLED

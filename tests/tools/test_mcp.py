@@ -22,7 +22,7 @@ from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 from test_tool_adapters import READ_SCOPES, SCOPES, SCRIPT, check_transcript, transcript_entry
 
-from agentmemory import ChromaStore, Entry, FileStore, MemStore, tools, usage
+from agentmemory import ChromaStore, Entry, FileStore, KindRegistry, MemStore, tools, usage
 from agentmemory.tools.mcp_server import BLOCK_URI, MemoryServer
 from embedders import HashingEmbedder
 
@@ -220,6 +220,33 @@ def test_in_process_server_instructions_and_anchoring() -> None:
     assert "but the entry changed to" in seen[1]
     assert seen[2].startswith('unknown tool "memory_nope"')
     assert server.server.instructions == usage()
+
+
+def test_without_a_policy_the_recall_prompt_never_repeats_what_the_block_shows() -> None:
+    """``--policy none``: the block shows every kind, so the memory-recall prompt recalls only
+    what the block's bound left out; with the default policy it recalls the recalled kinds."""
+    store = MemStore()
+    store.put(Entry("project", "build", "Run the garden build with make", {"type": "project"}))
+    long = "Deploy the garden site on Fridays. " + "Check the release notes first. " * 20
+    store.put(Entry("project", "deploy", long, {"type": "project"}))
+
+    async def recalled(server: MemoryServer) -> tuple[str, str]:
+        async with Client(server.server) as client:
+            block = (await client.read_resource(BLOCK_URI)).contents[0]
+            r = await client.get_prompt("memory-recall", {"hint": "the garden build"})
+            return block.text, r.messages[0].content.text  # type: ignore[union-attr,return-value]
+
+    block, part = anyio.run(recalled, MemoryServer(store, ["project"]))
+    assert "Run the garden build" in block and "Deploy the garden site" in block
+    assert "build" not in part.replace("Recalled for this turn", "") and "Deploy" not in part
+    # a bound that leaves one entry out of the block: that one is recalled
+    small = MemoryServer(store, ["project"], max_total_bytes=len(block.encode()) - 300)
+    block, part = anyio.run(recalled, small)
+    assert "Run the garden build" in block and "Deploy the garden site" not in block
+    assert "project/deploy" in part and "project/build" not in part
+    block, part = anyio.run(recalled, MemoryServer(store, ["project"], policy=KindRegistry()))
+    assert "Run the garden build" not in block  # named as recalled when relevant
+    assert "project/build" in part
 
 
 # -- a client that pipelines, cancels or goes away (issue: the journal stays the truth) ------
