@@ -38,6 +38,7 @@ __all__ = [
     "DEFAULT_RECALL_BYTES",
     "DEFAULT_RECALL_LIMIT",
     "RECALLED_PART_ID",
+    "RECALL_ALL_SHOWN",
     "RECALL_BELOW_FLOOR",
     "RECALL_NO_SIGNAL",
     "RecalledEntry",
@@ -68,6 +69,10 @@ RECALL_NO_SIGNAL = "no-signal"
 
 RECALL_BELOW_FLOOR = "below-floor"
 """:attr:`RecalledManifest.reason` when recall found candidates but none passed the floor."""
+
+RECALL_ALL_SHOWN = "shown"
+""":attr:`RecalledManifest.reason` when every candidate that passed the floor is one the block
+already shows (``recall_part(..., shown=...)``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +123,8 @@ class RecalledManifest:
         entries: the entries the part holds, best first.
         omitted: the entries that passed the floor but not the byte bound, best first.
         reason: ``""`` when something was recalled or left out for size;
-            :data:`RECALL_NO_SIGNAL` or :data:`RECALL_BELOW_FLOOR` when nothing was.
+            :data:`RECALL_NO_SIGNAL`, :data:`RECALL_BELOW_FLOOR` or :data:`RECALL_ALL_SHOWN`
+            when nothing was.
         neutralised: ``"scope/name"`` of the entries in the part whose headings of level 1 to 3
             were made level 4 (``neutralise=True``), in the part's order, as the block's
             :class:`~agentmemory.Manifest` names them (docs/kinds.md#memory-is-data).
@@ -184,7 +190,7 @@ def recall_part(
     min_cosine: float = DEFAULT_MIN_COSINE,
     as_of: date | str | None = None,
     neutralise: bool = False,
-    shown: Collection[tuple[str, str]] = (),
+    shown: Collection[tuple[str, str, str]] = (),
 ) -> tuple[Part | None, RecalledManifest]:
     """The per-turn part for ``hint`` (the latest messages of the conversation).
 
@@ -208,8 +214,9 @@ def recall_part(
         as_of: the day whose entries in force are recalled (a ``date`` or ``"YYYY-MM-DD"``).
         neutralise: make headings of level 1 to 3 inside content level 4, as
             ``render(..., neutralise=True)`` does (docs/kinds.md#memory-is-data).
-        shown: ``(scope, name)`` of the entries the block already shows, never repeated here
-            whatever their kind (a block rendered without a policy shows every kind).
+        shown: ``(scope, name, hash)`` of the entries the block already shows (its manifest's),
+            never repeated here whatever their kind (a block rendered without a policy shows
+            every kind); an entry whose content changed since is recalled.
 
     Returns:
         ``(part, manifest)``. ``part`` is ``Part("memory:recalled", text)`` with ``text`` =
@@ -248,9 +255,10 @@ def recall_part(
     if not wanted or not tokenizer(hint):
         return None, RecalledManifest(hint, reason=RECALL_NO_SIGNAL)
 
-    chosen = _rank(store, wanted, hint, policy, limit, min_cosine, as_of, frozenset(shown))
+    chosen, skipped = _rank(store, wanted, hint, policy, limit, min_cosine, as_of, frozenset(shown))
     if not chosen:
-        return None, RecalledManifest(hint, reason=RECALL_BELOW_FLOOR)
+        why = RECALL_ALL_SHOWN if skipped else RECALL_BELOW_FLOOR
+        return None, RecalledManifest(hint, reason=why)
 
     bound_limit = store.max_entry_bytes
     used = utf8_len(_HEADING)
@@ -283,10 +291,11 @@ def _rank(
     limit: int,
     min_cosine: float,
     as_of: date | str | None,
-    shown: frozenset[tuple[str, str]],
-) -> list[Hit[Entry]]:
+    shown: frozenset[tuple[str, str, str]],
+) -> tuple[list[Hit[Entry]], bool]:
     """The hits of recalled-only kinds above the floor and not in ``shown``, best first, within
-    each kind's cap and ``limit``. Recall is asked for 4 times ``limit`` and, while it returned as many as asked and
+    each kind's cap and ``limit``; and whether a hit above the floor was left out for being in
+    ``shown``. Recall is asked for 4 times ``limit`` and, while it returned as many as asked and
     too few were kept, 4 times deeper, up to 64 times ``limit``."""
     depth = limit * 4
     while True:
@@ -294,19 +303,21 @@ def _rank(
         hits = store.recall(hint, scopes=scopes, limit=depth, **day)
         chosen: list[Hit[Entry]] = []
         per_kind: dict[str, int] = {}
+        skipped = False
         for hit in hits:
             kind = kind_of(hit.entry)
             rule = policy.policy_for(kind)
-            if rule.always or (hit.entry.scope, hit.entry.name) in shown:
+            if rule.always or not _passes(hit, min_cosine):
                 continue
-            if not _passes(hit, min_cosine):
+            if (hit.entry.scope, hit.entry.name, hit.entry.hash) in shown:
+                skipped = True
                 continue
             if per_kind.get(kind, 0) >= rule.max_entries:
                 continue
             per_kind[kind] = per_kind.get(kind, 0) + 1
             chosen.append(hit)
             if len(chosen) == limit:
-                return chosen
+                return chosen, skipped
         if len(hits) < depth or depth >= limit * MAX_WIDENING:
-            return chosen
+            return chosen, skipped
         depth = min(depth * 4, limit * MAX_WIDENING)

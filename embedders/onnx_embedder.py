@@ -241,6 +241,7 @@ class OnnxEmbedder:
         self._input_names: list[str] = []
         self._load_lock = threading.Lock()
         self._loader: threading.Thread | None = None
+        self._loader_lock = threading.Lock()  # not _load_lock, which a load holds throughout
         self._tokenize_lock = threading.Lock()
         self._windows = TokenWindows(folder / "tokenizer.json", self._max_seq_length, window_stride)
 
@@ -307,7 +308,7 @@ class OnnxEmbedder:
         fails is raised by :meth:`embed`, not here. The thread is not a daemon, so an interpreter
         that exits meanwhile waits for it (a fraction of a second) rather than kill it inside
         onnxruntime."""
-        with self._load_lock:
+        with self._loader_lock:
             if self._session is not None or self._loader is not None:
                 return False
             try:

@@ -25,7 +25,12 @@ from agentmemory import (
     render,
 )
 from agentmemory.manifest import OMIT_BUDGET
-from agentmemory.recalled import DEFAULT_MIN_COSINE, RECALLED_PART_ID
+from agentmemory.recalled import (
+    DEFAULT_MIN_COSINE,
+    RECALL_ALL_SHOWN,
+    RECALL_BELOW_FLOOR,
+    RECALLED_PART_ID,
+)
 from agentmemory.tools.mcp_server import RECALL_PROMPT, MemoryServer
 from embedders import HashingEmbedder
 
@@ -230,3 +235,18 @@ def test_real_model_recalls_a_project_note_for_a_hint_about_it(tmp_path: Path) -
         for unrelated in ["Any tips for baking sourdough bread?", "thanks, that's all"]:
             part, manifest = recall_part(st, ["user", "project"], unrelated)
             assert part is None, (unrelated, manifest)
+
+
+def test_entries_the_block_shows_are_not_recalled_and_the_reason_says_so() -> None:
+    store = MemStore()
+    st = store.put(Entry("project", "build", "Run the garden build with make", {"type": "project"}))
+    shown = [("project", "build", st.entry.hash)]
+    part, manifest = recall_part(store, ["project"], "the garden build", shown=shown)
+    assert part is None and manifest.reason == RECALL_ALL_SHOWN
+    part, manifest = recall_part(store, ["project"], "the garden build")  # not shown: recalled
+    assert part is not None and [e.name for e in manifest.entries] == ["build"]
+    stale = [("project", "build", "sha256:" + "0" * 64)]  # the block held an older content
+    part, _ = recall_part(store, ["project"], "the garden build", shown=stale)
+    assert part is not None and "with make" in part.text
+    part, manifest = recall_part(store, ["project"], "unrelated words entirely", shown=shown)
+    assert part is None and manifest.reason == RECALL_BELOW_FLOOR

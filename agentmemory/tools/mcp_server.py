@@ -25,6 +25,7 @@ releases its folder lock at once.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import threading
@@ -38,7 +39,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
 from ..duplicates import DEFAULT_DUPLICATE_POLICY, DUPLICATE_FLOOR
-from ..kinds import KindRegistry
+from ..kinds import DEFAULT_KIND_POLICIES, KindRegistry
 from ..manifest import Manifest
 from ..recalled import DEFAULT_RECALL_BYTES, recall_part
 from ..render import DEFAULT_MAX_TOTAL_BYTES, render
@@ -136,8 +137,8 @@ class MemoryServer:
         policy: a :class:`~agentmemory.KindRegistry`: the block shows only its always-shown
             kinds, the ``memory-recall`` prompt recalls the others, and ``memory_save``'s
             ``type`` lists its kinds. ``None`` (default): the block shows every entry, and the
-            prompt recalls, by the default policy's kinds, only entries the block's bound left
-            out (it never repeats what the block shows).
+            prompt recalls only entries the block the model last read does not show as they
+            are now (those its bound left out, and those saved or changed since), of any kind.
         recall_bytes: the bound of the per-turn part, in UTF-8 bytes (default 8192).
         neutralise: ``True``: headings of level 1 to 3 inside entries are made level 4 in the
             block and the per-turn part, so a saved entry cannot forge their structure
@@ -217,23 +218,28 @@ class MemoryServer:
 
     def recalled(self, hint: str) -> str:
         """The per-turn part for ``hint`` (``memory-recall``), or :data:`NOTHING_RECALLED`.
-        Without a policy the block shows entries of every kind: those it shows now are not
-        repeated here, only what its bound left out is recalled."""
-        shown: list[tuple[str, str]] = []
-        if self.policy is None:
-            _, manifest = render(
-                self.store,
-                self.block_scopes,
-                max_total_bytes=self.max_total_bytes,
-                neutralise=self.neutralise,
-            )
-            shown = [(m.scope, m.name) for m in manifest.entries if not m.reason]
+        Without a policy the block shows entries of every kind: those in the block the model
+        last read (rendered now when it has read none) are not repeated here unless they
+        changed since, and what its bound left out is recalled, of any kind."""
+        policy = self.policy
+        shown: list[tuple[str, str, str]] = []
+        if policy is None:
+            policy = _every_kind_recalled()
+            manifest = self._shown
+            if manifest is None:
+                _, manifest = render(
+                    self.store,
+                    self.block_scopes,
+                    max_total_bytes=self.max_total_bytes,
+                    neutralise=self.neutralise,
+                )
+            shown = [(m.scope, m.name, m.hash) for m in manifest.entries if not m.reason]
         part, recalled = recall_part(
             self.store,
             self.block_scopes,
             hint,
             max_bytes=self.recall_bytes,
-            policy=self.policy,
+            policy=policy,
             neutralise=self.neutralise,
             shown=shown,
         )
@@ -386,3 +392,11 @@ class MemoryServer:
 def serve_stdio(server: MemoryServer) -> None:
     """Run ``server`` over stdio until the client disconnects (blocks; starts an event loop)."""
     anyio.run(server.run_stdio)
+
+
+def _every_kind_recalled() -> KindRegistry:
+    """The default kinds' caps with none always shown: the policy of the per-turn part beside a
+    block rendered without a policy, which shows every kind (docs/kinds.md#the-per-turn-part)."""
+    return KindRegistry(
+        {k: dataclasses.replace(p, always=False) for k, p in DEFAULT_KIND_POLICIES.items()}
+    )

@@ -224,29 +224,37 @@ def test_in_process_server_instructions_and_anchoring() -> None:
 
 def test_without_a_policy_the_recall_prompt_never_repeats_what_the_block_shows() -> None:
     """``--policy none``: the block shows every kind, so the memory-recall prompt recalls only
-    what the block's bound left out; with the default policy it recalls the recalled kinds."""
+    what the block the model read does not show as it is now: what its bound left out (of any
+    kind) and what changed since; with the default policy it recalls the recalled kinds."""
     store = MemStore()
     store.put(Entry("project", "build", "Run the garden build with make", {"type": "project"}))
     long = "Deploy the garden site on Fridays. " + "Check the release notes first. " * 20
-    store.put(Entry("project", "deploy", long, {"type": "project"}))
+    store.put(Entry("user", "deploy", long, {"type": "user"}))
 
-    async def recalled(server: MemoryServer) -> tuple[str, str]:
+    async def turn(server: MemoryServer, change: bool = False) -> tuple[str, str]:
         async with Client(server.server) as client:
             block = (await client.read_resource(BLOCK_URI)).contents[0]
-            r = await client.get_prompt("memory-recall", {"hint": "the garden build"})
+            if change:  # another session edits an entry the model has read
+                store.put(
+                    Entry("project", "build", "Run the garden build with just", {"type": "project"})
+                )
+            r = await client.get_prompt("memory-recall", {"hint": "the garden build deploy"})
             return block.text, r.messages[0].content.text  # type: ignore[union-attr,return-value]
 
-    block, part = anyio.run(recalled, MemoryServer(store, ["project"]))
+    block, part = anyio.run(turn, MemoryServer(store, ["project", "user"]))
     assert "Run the garden build" in block and "Deploy the garden site" in block
-    assert "build" not in part.replace("Recalled for this turn", "") and "Deploy" not in part
-    # a bound that leaves one entry out of the block: that one is recalled
-    small = MemoryServer(store, ["project"], max_total_bytes=len(block.encode()) - 300)
-    block, part = anyio.run(recalled, small)
+    assert part == "No memory recalled for this turn."
+    # a bound that leaves the long user entry out of the block: it is recalled, of any kind
+    small = MemoryServer(store, ["project", "user"], max_total_bytes=len(block.encode()) - 300)
+    block, part = anyio.run(turn, small)
     assert "Run the garden build" in block and "Deploy the garden site" not in block
-    assert "project/deploy" in part and "project/build" not in part
-    block, part = anyio.run(recalled, MemoryServer(store, ["project"], policy=KindRegistry()))
+    assert "user/deploy" in part and "project/build" not in part
+    # an entry changed after the block was read is recalled as it is now
+    block, part = anyio.run(turn, MemoryServer(store, ["project", "user"]), True)
+    assert "with make" in block and "project/build" in part and "with just" in part
+    block, part = anyio.run(turn, MemoryServer(store, ["project", "user"], policy=KindRegistry()))
     assert "Run the garden build" not in block  # named as recalled when relevant
-    assert "project/build" in part
+    assert "project/build" in part and "user/deploy" not in part  # user: always in the block
 
 
 # -- a client that pipelines, cancels or goes away (issue: the journal stays the truth) ------
