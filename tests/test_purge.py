@@ -4,14 +4,18 @@ docs/contract.md#purge-erasing-an-entry-for-good"""
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import hashlib
 import json
 import os
 import signal
 import sqlite3
+import struct
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -103,16 +107,78 @@ def _has_vectors(st: AnyStore) -> bool:
     return isinstance(st, ChromaStore) or (isinstance(st, FileStore) and st.embedder is not None)
 
 
-def _reopen_in_a_fresh_process(folder: Path) -> dict[str, object]:
+def _reopen_in_a_fresh_process(folder: Path, *, perturb: int = 0) -> dict[str, object]:
     out = subprocess.run(
         [sys.executable, str(PROC), str(folder), "reopen"],
         capture_output=True,
         text=True,
         check=True,
         timeout=300,
+        env=_perturbed_env(perturb),
     )
     got: dict[str, object] = json.loads(out.stdout.strip().splitlines()[-1])
     return got
+
+
+# Tagged heaps (issue 22 case 8). glibc's M_PERTURB makes malloc fill every block it hands out
+# with ``~byte`` and free fill every block it takes back with ``byte``: the HNSW files' unused
+# capacity, which hnswlib writes from memory it never cleared, then holds a known byte of the
+# process that wrote it instead of whatever its heap held. A capacity the purge left unzeroed is
+# so seen on every run, not only on the rare run where an erased hash lay in the heap there.
+M_PERTURB = -6
+"""glibc's ``mallopt`` parameter (malloc.h); the environment's ``MALLOC_PERTURB_`` sets it at
+a process's start."""
+
+
+def _perturbed_env(byte: int) -> dict[str, str] | None:
+    """The environment of a child process whose heap is tagged with ``byte`` (``None``: this
+    process's own environment, untagged)."""
+    return {**os.environ, "MALLOC_PERTURB_": str(byte)} if byte else None
+
+
+@contextmanager
+def _perturbed_heap(byte: int) -> Iterator[None]:
+    """Tag this process's heap with ``byte`` while the block runs (glibc only; elsewhere the
+    block runs untagged and the tag checks find nothing, as before)."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c"))
+    mallopt = getattr(libc, "mallopt", None)
+    set_ok = bool(mallopt and mallopt(M_PERTURB, byte))
+    try:
+        yield
+    finally:
+        if set_ok and mallopt:
+            mallopt(M_PERTURB, 0)
+
+
+def _unzeroed_capacity(chroma: Path) -> list[str]:
+    """Every HNSW segment file under the Chroma folder ``chroma`` whose bytes past its last element
+    are not all zeros, with the bytes found there (a tag names the process that wrote them), and
+    every segment folder whose header cannot be read. Read from hnswlib's own layout (header.bin:
+    int32 version, then offsetLevel0, max_elements, cur_element_count, size_data_per_element as
+    size_t), not through the code under test."""
+    found = []
+    for seg in sorted(p for p in chroma.iterdir() if p.is_dir()):
+        head = (seg / "header.bin").read_bytes() if (seg / "header.bin").exists() else b""
+        if len(head) < 36:
+            found.append(f"{seg.name}: header.bin of {len(head)} bytes")
+            continue
+        count, per_element = struct.unpack_from("<QQ", head, 4 + 8 + 8)
+        for name, per in (("data_level0.bin", per_element), ("length.bin", 4)):
+            tail = (seg / name).read_bytes()[count * per :]
+            if any(tail):
+                found.append(f"{seg.name}/{name}: {sorted(set(tail))[:4]} past element {count}")
+    return found
+
+
+@pytest.fixture
+def tagged_heap() -> Iterator[None]:
+    """This test's process heap tagged (:func:`_perturbed_heap`) from start to end."""
+    with _perturbed_heap(1):
+        yield
+
+
+def _chroma_folder(st: AnyStore, root: Path) -> Path:
+    return root / "chroma" if isinstance(st, ChromaStore) else root / ".vectors" / "chroma"
 
 
 @pytest.fixture(params=["mem", "sqlite", "chroma", "file", "file-vectors"])
@@ -121,11 +187,14 @@ def kind(request: pytest.FixtureRequest) -> Iterator[str]:
 
 
 @pytest.mark.slow
-def test_purge_leaves_no_copy(kind: str, tmp_path: Path) -> None:
+def test_purge_leaves_no_copy(kind: str, tmp_path: Path, tagged_heap: None) -> None:
     st = _stores(tmp_path)[kind]()
     others = write_history(st)
     if kind != "mem":
         assert scan(tmp_path / "s"), "the scenario must put the secret in the files first"
+    if _has_vectors(st):
+        chroma = _chroma_folder(st, tmp_path / "s")
+        assert _unzeroed_capacity(chroma), "HNSW capacity must hold this process's heap first"
     before = list(st.journal())
     receipt = st.purge("user", "address", reason="user asked for erasure", session="admin")
     pw_seqs = [c.seq for c in before if c.entry.name == "address"]
@@ -164,6 +233,8 @@ def test_purge_leaves_no_copy(kind: str, tmp_path: Path) -> None:
     assert journal[-1].entry.content == "user asked for erasure"
     assert lost_updates(st) == []
     st.close()
+    if _has_vectors(st):  # searched after the purge, then closed: every capacity is zeros
+        assert _unzeroed_capacity(_chroma_folder(st, tmp_path / "s")) == []
     if kind == "sqlite":
         with SqliteStore(tmp_path / "s" / "journal.sqlite3") as st2:
             assert list(st2.journal()) == journal and st2.recovery is None
@@ -258,9 +329,12 @@ def test_bad_reason_writes_nothing(reason: str, tmp_path: Path) -> None:
         assert st.last_seq() == 1 and st.get("user", "address").content == VERSIONS[0]
 
 
-def _kill_at(path: Path | str, phase: str) -> None:
+def _kill_at(path: Path | str, phase: str, *, perturb: int = 0) -> None:
     proc = subprocess.Popen(
-        [sys.executable, str(PROC), str(path), phase], stdout=subprocess.PIPE, text=True
+        [sys.executable, str(PROC), str(path), phase],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=_perturbed_env(perturb),
     )
     try:
         assert proc.stdout is not None
@@ -598,10 +672,12 @@ def _live_history_with_a_hand_edit(folder: Path) -> tuple[list[object], str]:
 
 
 @pytest.mark.slow
-def test_file_store_purge_killed_before_the_rename_is_rolled_back(tmp_path: Path) -> None:
+def test_file_store_purge_killed_before_the_rename_is_rolled_back(
+    tmp_path: Path, tagged_heap: None
+) -> None:
     folder = tmp_path / "s"
     before, edited = _live_history_with_a_hand_edit(folder)
-    _kill_at(folder, "file-before")
+    _kill_at(folder, "file-before", perturb=2)
     assert (folder / ".purge.json").exists() and not (folder / "user" / "address.md").exists()
     with FileStore(folder, embedder=EMBEDDER) as st:
         assert st.recovery is not None and st.recovery.startswith("rolled back"), st.recovery
@@ -613,14 +689,19 @@ def test_file_store_purge_killed_before_the_rename_is_rolled_back(tmp_path: Path
         st.purge("user", "address", reason="again")
         assert st.verify_erased("user", "address").erased
     assert scan(folder) == [] and _no_leftovers(folder) == []
+    assert _unzeroed_capacity(folder / ".vectors" / "chroma") == []
 
 
 @pytest.mark.slow
 def test_file_store_purge_killed_after_the_rename_is_finished(tmp_path: Path) -> None:
     folder = tmp_path / "s"
-    before, _ = _live_history_with_a_hand_edit(folder)
-    _kill_at(folder, "file-after")
-    got = _reopen_in_a_fresh_process(folder)
+    with _perturbed_heap(1):  # the writer's capacity reads 0xfe, the purger's 0xfd, ...
+        before, _ = _live_history_with_a_hand_edit(folder)
+    chroma = folder / ".vectors" / "chroma"
+    assert _unzeroed_capacity(chroma), "the writer must leave capacity from its heap"
+    _kill_at(folder, "file-after", perturb=2)
+    got = _reopen_in_a_fresh_process(folder, perturb=3)
+    assert _unzeroed_capacity(chroma) == [], "the recovery zeroes every segment's capacity"
     assert str(got["recovery"]).startswith("finished"), got
     assert got["records"] == len(before) + 3 and got["last"] == "killed midway"
     assert got["erased"] is True
@@ -638,7 +719,7 @@ def test_file_store_purge_killed_after_the_rename_is_finished(tmp_path: Path) ->
 
 
 @pytest.mark.slow
-def test_cli_purge_on_a_markdown_folder(tmp_path: Path) -> None:
+def test_cli_purge_on_a_markdown_folder(tmp_path: Path, tagged_heap: None) -> None:
     folder = tmp_path / "notes"
     with FileStore(folder, embedder=EMBEDDER) as st:
         write_history(st)
@@ -653,6 +734,7 @@ def test_cli_purge_on_a_markdown_folder(tmp_path: Path) -> None:
     with FileStore(folder) as st:
         assert list(st.journal())[-1].entry.content == "GDPR request 17"
     assert scan(tmp_path) == [] and _no_leftovers(folder) == []
+    assert _unzeroed_capacity(folder / ".vectors" / "chroma") == []
 
 
 def _hold_a_read(db: Path) -> subprocess.Popen[str]:
