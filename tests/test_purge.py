@@ -698,7 +698,7 @@ def test_file_store_purge_killed_after_the_rename_is_finished(tmp_path: Path) ->
     with _perturbed_heap(1):  # the writer's capacity reads 0xfe, the purger's 0xfd, ...
         before, _ = _live_history_with_a_hand_edit(folder)
     chroma = folder / ".vectors" / "chroma"
-    assert _unzeroed_capacity(chroma), "the writer must leave capacity from its heap"
+    assert _unzeroed_capacity(chroma) == [], "the writer's close zeroes the capacity"
     _kill_at(folder, "file-after", perturb=2)
     got = _reopen_in_a_fresh_process(folder, perturb=3)
     assert _unzeroed_capacity(chroma) == [], "the recovery zeroes every segment's capacity"
@@ -716,6 +716,57 @@ def test_file_store_purge_killed_after_the_rename_is_finished(tmp_path: Path) ->
         assert [c.source for c in journal[-3:]] == ["reconciled", "", SOURCE_PURGED]
         assert st.reconcile().changes == []
     assert _no_leftovers(folder) == []
+
+
+@pytest.mark.slow
+def test_a_process_that_held_the_text_leaves_no_heap_bytes_after_a_purge_elsewhere(
+    tmp_path: Path, tagged_heap: None
+) -> None:
+    """Issue 22 case 8: this process wrote the secret (its heap held it), another process purged
+    it, and this process opens the folder again, searches and closes. Chroma writes a segment
+    whose elements are still in its log, capacity and all, from this heap at that close; the
+    close zeroes it, so no file holds this process's heap bytes (the tag) or the erased text."""
+    folder = tmp_path / "s"
+    with FileStore(folder, embedder=EMBEDDER) as st:
+        write_history(st)
+    purge = ["purge", "user/address", "--path", str(folder), "--reason", "erasure"]
+    done = subprocess.run(
+        [sys.executable, "-m", "agentmemory", *purge],
+        capture_output=True,
+        text=True,
+        env=_perturbed_env(2),
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert scan(folder) == [] and _unzeroed_capacity(folder / ".vectors" / "chroma") == []
+    with FileStore(folder, embedder=EMBEDDER) as st:
+        vec = np.asarray(EMBEDDER.embed([VERSIONS[3]]), dtype=np.float32)[0]
+        hits = [e.name for e, _ in st.search_vector(vec, limit=10, scopes=["user"])]
+        assert "address" not in hits and "tea" in hits
+    assert _unzeroed_capacity(folder / ".vectors" / "chroma") == []
+    assert scan(folder) == []
+
+
+@pytest.mark.slow
+def test_an_open_zeroes_the_capacity_a_killed_holder_left(tmp_path: Path) -> None:
+    """A holder killed before its close leaves the capacity Chroma wrote from its heap; the next
+    open zeroes it (and what its probe child, run because the files changed, wrote at its own
+    close), under the folder lock, before its client loads the folder; the index still answers."""
+    folder = tmp_path / "s"
+    with FileStore(folder, embedder=EMBEDDER) as st:
+        write_history(st, forget=False)
+    chroma = folder / ".vectors" / "chroma"
+    for seg in (p for p in chroma.iterdir() if (p / "header.bin").exists()):
+        count, per = struct.unpack_from("<QQ", (seg / "header.bin").read_bytes(), 20)
+        with (seg / "data_level0.bin").open("r+b") as f:  # as the killed holder's heap left it
+            f.seek(count * per)
+            f.write(SECRET.encode() * 8)
+    assert scan(folder) and _unzeroed_capacity(chroma)
+    with FileStore(folder, embedder=EMBEDDER) as st:
+        assert _unzeroed_capacity(chroma) == []
+        assert not [p for p in chroma.rglob("*.bin") if SECRET.encode() in p.read_bytes()]
+        vec = np.asarray(EMBEDDER.embed([VERSIONS[3]]), dtype=np.float32)[0]
+        assert "address" in [e.name for e, _ in st.search_vector(vec, limit=10, scopes=["user"])]
 
 
 @pytest.mark.slow

@@ -31,7 +31,7 @@ from agentmemory.errors import (
 from agentmemory.stores.space import is_full
 
 from .cursor import IndexCursor
-from .files import scrub_chroma_folder
+from .files import scrub_chroma_folder, zero_hnsw_slack
 from .folder_lock import (
     LOCK_FILE_NAME,
     FolderLock,
@@ -175,6 +175,8 @@ def open_folder(folder: Path, timeout_s: float, *, probe: bool = True) -> Any:
                 _scrub_pending(folder)
                 if probe and not loaded_cleanly(folder):
                     _probe_held(folder)
+                # what a holder killed before its close left, or the probe child's close wrote
+                _zero_capacity(folder, "opening")
                 client = open_unlocked(folder)
             except BaseException:
                 lock.release()
@@ -248,6 +250,8 @@ def close_folder(folder: Path) -> None:
             close()
         if scrub:
             _scrub_closed(folder)
+        else:
+            _zero_capacity(folder, "closing")
         record_loaded(folder)  # as this process leaves them, they load (.loaded)
     finally:
         found.lock.release()
@@ -280,6 +284,23 @@ def _scrub_closed(folder: Path) -> None:
             (folder / SCRUB_PENDING_NAME).write_text(f"{type(err).__name__}: {err}\n")
         except OSError as also:
             log.warning("agentmemory: could not mark %s for a scrub: %s", folder, also)
+
+
+def _zero_capacity(folder: Path, when: str) -> None:
+    """Zero the HNSW files' unused capacity (:func:`~.files.zero_hnsw_slack`) with the folder
+    lock held and no client of this process writing: at every last close, after the client
+    closed (Chroma writes a segment whose elements are still in its log, capacity and all, from
+    this process's heap at every close, a search alone included), and at every open, before
+    this process's client loads the folder (what a holder killed before its close left, and what
+    the probe child's close wrote from its heap). So the capacity never
+    keeps a process's heap at rest, whatever that heap held (docs/storage.md#purge-and-the-files).
+    A failure is logged, not raised: the next open or close zeroes it again."""
+    try:
+        zero_hnsw_slack(folder / CHROMA_FOLDER)
+    except OSError as err:
+        log.warning(
+            "agentmemory: could not zero the HNSW capacity of %s %s it: %s", folder, when, err
+        )
 
 
 def _scrub_pending(folder: Path) -> None:

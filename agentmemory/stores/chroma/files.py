@@ -20,6 +20,7 @@ from pathlib import Path
 from agentmemory.wording import counted
 
 __all__ = [
+    "ZERO_CHUNK",
     "chroma_copies",
     "glob_escape",
     "hnsw_slack",
@@ -79,31 +80,57 @@ def hnsw_slack(segment: Path) -> dict[str, tuple[int, int]] | None:
     return {n: (count * per[n], size) for n, size in sizes.items()}
 
 
+ZERO_CHUNK = 1 << 20
+"""Bytes of unused capacity read (and, when not all zeros, overwritten) at a time."""
+
+
 def zero_hnsw_slack(folder: Path) -> int:
     """Overwrite with zeros, and fsync, the unused capacity of every HNSW segment under
-    ``folder`` (see :func:`hnsw_slack`); return the bytes zeroed.
+    ``folder`` (see :func:`hnsw_slack`) where it is not zeros already; return the bytes
+    overwritten (0 when every capacity was zeros, or ``folder`` does not exist).
 
     hnswlib allocates ``max_elements`` slots with ``malloc`` and writes all of them to
-    ``data_level0.bin`` and ``length.bin`` when it creates the files, so the slots past the last
-    element hold whatever the process's heap held there, an erased content's text or hash among
-    it. hnswlib reads those slots only after it writes an element into them, so zeros change
-    nothing it does. The caller holds the index's write lock: an element written concurrently
-    could otherwise be zeroed. A segment this module does not understand is left untouched.
+    ``data_level0.bin`` and ``length.bin`` when it creates the files (and Chroma writes a segment
+    whose elements are still in its write log that way at every close of its client, a search
+    alone included), so the slots past the last element hold whatever the process's heap held
+    there, an erased content's text or hash among it. hnswlib reads those slots only after it
+    writes an element into them, so zeros change nothing it does. The capacity is read first, in
+    :data:`ZERO_CHUNK` pieces, and only pieces that are not zeros are written: a folder zeroed at
+    its last close costs reads only at the next open. The caller holds the folder lock with no
+    Chroma client of its own writing the folder: an element written concurrently could
+    otherwise be zeroed. A segment this module does not understand is left untouched.
+    docs/storage.md#purge-and-the-files.
+
+    Raises:
+        OSError: a segment file could not be read or written (a full disk among the causes).
     """
+    if not folder.is_dir():
+        return 0
     zeroed = 0
     for segment in sorted(p for p in folder.iterdir() if _SEGMENT_DIR.fullmatch(p.name)):
         slack = hnsw_slack(segment) if segment.is_dir() else None
         for name, (start, end) in (slack or {}).items():
-            if end <= start:
-                continue
-            fd = os.open(segment / name, os.O_WRONLY)
-            try:
-                os.pwrite(fd, bytes(end - start), start)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            zeroed += end - start
+            if end > start:
+                zeroed += _zero_range(segment / name, start, end)
     return zeroed
+
+
+def _zero_range(path: Path, start: int, end: int) -> int:
+    """Zero bytes ``[start, end)`` of ``path`` where they are not zeros, fsync when any was
+    written; return the bytes written."""
+    written = 0
+    fd = os.open(path, os.O_RDWR)
+    try:
+        for at in range(start, end, ZERO_CHUNK):
+            data = os.pread(fd, min(ZERO_CHUNK, end - at), at)
+            if data != bytes(len(data)):
+                os.pwrite(fd, bytes(len(data)), at)
+                written += len(data)
+        if written:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+    return written
 
 
 def scrub_chroma_folder(folder: Path) -> list[str]:
