@@ -173,10 +173,14 @@ def open_folder(folder: Path, timeout_s: float, *, probe: bool = True) -> Any:
             try:
                 _check_inside(folder)
                 _scrub_pending(folder)
-                if probe and not loaded_cleanly(folder):
+                clean = loaded_cleanly(folder)
+                if probe and not clean:
                     _probe_held(folder)
-                # what a holder killed before its close left, or the probe child's close wrote
-                _zero_capacity(folder, "opening")
+                    clean = True
+                # what a holder killed before its close left, or what the probe child's load
+                # wrote; only the capacity changed, so files that loaded still load
+                if _zero_capacity(folder, "opening") and clean:
+                    record_loaded(folder)
                 client = open_unlocked(folder)
             except BaseException:
                 lock.release()
@@ -286,21 +290,23 @@ def _scrub_closed(folder: Path) -> None:
             log.warning("agentmemory: could not mark %s for a scrub: %s", folder, also)
 
 
-def _zero_capacity(folder: Path, when: str) -> None:
-    """Zero the HNSW files' unused capacity (:func:`~.files.zero_hnsw_slack`) with the folder
-    lock held and no client of this process writing: at every last close, after the client
-    closed (Chroma writes a segment whose elements are still in its log, capacity and all, from
-    this process's heap at every close, a search alone included), and at every open, before
-    this process's client loads the folder (what a holder killed before its close left, and what
-    the probe child's close wrote from its heap). So the capacity never
-    keeps a process's heap at rest, whatever that heap held (docs/storage.md#purge-and-the-files).
-    A failure is logged, not raised: the next open or close zeroes it again."""
+def _zero_capacity(folder: Path, when: str) -> int:
+    """Zero the HNSW files' unused capacity (:func:`~.files.zero_hnsw_slack`, no fsync: the
+    next open zeroes again what a crash kept from the disk) with the folder lock held and no
+    client of this process open on it; return the bytes written. Called at every last close,
+    after the client closed, and at every open, before this process's client loads the folder.
+    Chroma writes a segment whose elements are still in its log, capacity and all, from the heap
+    of the process that loads it (its first search or write there), so while a process has the
+    folder open its files may hold its heap; once it closes they do not, whatever that heap held
+    (docs/storage.md#purge-and-the-files). A failure is logged, not raised (0): the next open or
+    close zeroes it again."""
     try:
-        zero_hnsw_slack(folder / CHROMA_FOLDER)
+        return zero_hnsw_slack(folder / CHROMA_FOLDER, sync=False)
     except OSError as err:
         log.warning(
             "agentmemory: could not zero the HNSW capacity of %s %s it: %s", folder, when, err
         )
+        return 0
 
 
 def _scrub_pending(folder: Path) -> None:

@@ -84,22 +84,22 @@ ZERO_CHUNK = 1 << 20
 """Bytes of unused capacity read (and, when not all zeros, overwritten) at a time."""
 
 
-def zero_hnsw_slack(folder: Path) -> int:
-    """Overwrite with zeros, and fsync, the unused capacity of every HNSW segment under
-    ``folder`` (see :func:`hnsw_slack`) where it is not zeros already; return the bytes
-    overwritten (0 when every capacity was zeros, or ``folder`` does not exist).
+def zero_hnsw_slack(folder: Path, *, sync: bool = True) -> int:
+    """Overwrite with zeros the unused capacity of every HNSW segment under ``folder`` (see
+    :func:`hnsw_slack`) where it is not zeros already, and fsync each file written when ``sync``;
+    return the bytes overwritten (0 when every capacity was zeros, or ``folder`` does not exist).
 
     hnswlib allocates ``max_elements`` slots with ``malloc`` and writes all of them to
     ``data_level0.bin`` and ``length.bin`` when it creates the files (and Chroma writes a segment
-    whose elements are still in its write log that way at every close of its client, a search
-    alone included), so the slots past the last element hold whatever the process's heap held
-    there, an erased content's text or hash among it. hnswlib reads those slots only after it
-    writes an element into them, so zeros change nothing it does. The capacity is read first, in
-    :data:`ZERO_CHUNK` pieces, and only pieces that are not zeros are written: a folder zeroed at
-    its last close costs reads only at the next open. The caller holds the folder lock with no
-    Chroma client of its own writing the folder: an element written concurrently could
-    otherwise be zeroed. A segment this module does not understand is left untouched.
-    docs/storage.md#purge-and-the-files.
+    whose elements are still in its write log that way whenever a process loads it, at its first
+    search or write there), so the slots past the last element hold whatever the process's heap
+    held there, an erased content's text or hash among it. hnswlib reads those slots only after
+    it writes an element into them, so zeros change nothing it does. The capacity is read first,
+    in :data:`ZERO_CHUNK` pieces, and a file is opened for writing only when a piece is not
+    zeros: a folder zeroed at its last close costs reads only at the next open. The caller holds
+    the folder lock with no Chroma client of its own open on the folder (or every write to it
+    held off): an element written concurrently could otherwise be zeroed. A segment this module
+    does not understand is left untouched. docs/storage.md#purge-and-the-files.
 
     Raises:
         OSError: a segment file could not be read or written (a full disk among the causes).
@@ -111,26 +111,38 @@ def zero_hnsw_slack(folder: Path) -> int:
         slack = hnsw_slack(segment) if segment.is_dir() else None
         for name, (start, end) in (slack or {}).items():
             if end > start:
-                zeroed += _zero_range(segment / name, start, end)
+                zeroed += _zero_range(segment / name, start, end, sync=sync)
     return zeroed
 
 
-def _zero_range(path: Path, start: int, end: int) -> int:
-    """Zero bytes ``[start, end)`` of ``path`` where they are not zeros, fsync when any was
-    written; return the bytes written."""
-    written = 0
-    fd = os.open(path, os.O_RDWR)
-    try:
+def _dirty_pieces(path: Path, start: int, end: int) -> list[tuple[int, int]]:
+    """The :data:`ZERO_CHUNK` pieces of ``path``'s bytes ``[start, end)`` that are not zeros,
+    as (offset, length)."""
+    out = []
+    with path.open("rb") as f:
         for at in range(start, end, ZERO_CHUNK):
-            data = os.pread(fd, min(ZERO_CHUNK, end - at), at)
+            f.seek(at)
+            data = f.read(min(ZERO_CHUNK, end - at))
             if data != bytes(len(data)):
-                os.pwrite(fd, bytes(len(data)), at)
-                written += len(data)
-        if written:
+                out.append((at, len(data)))
+    return out
+
+
+def _zero_range(path: Path, start: int, end: int, *, sync: bool) -> int:
+    """Zero bytes ``[start, end)`` of ``path`` where they are not zeros (fsync when ``sync`` and
+    any was written); return the bytes written."""
+    dirty = _dirty_pieces(path, start, end)
+    if not dirty:
+        return 0
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        for at, size in dirty:
+            os.pwrite(fd, bytes(size), at)
+        if sync:
             os.fsync(fd)
     finally:
         os.close(fd)
-    return written
+    return sum(size for _, size in dirty)
 
 
 def scrub_chroma_folder(folder: Path) -> list[str]:
